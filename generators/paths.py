@@ -1,0 +1,228 @@
+"""The path tree: placeholder rendering, the sampled subset of paths (paper A.2) and directory queries.
+
+A path is a point of the cartesian product of the placeholders' values. Points are numbered in mixed
+radix, the first placeholder most significant, so every directory is a contiguous range of point numbers
+and the repository is one sorted array of sampled numbers. Listing a directory or testing a path is a
+binary search in that array; the product itself is never materialised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
+
+import numpy as np
+import numpy.typing as npt
+
+from generators.rng import Stream
+from generators.spec import Spec, SpecError
+
+IntArray = npt.NDArray[np.int64]
+README_NAME = "README.md"
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_DENSE_FACTOR = 4
+MAX_COMPONENT_COMBINATIONS = 200_000
+
+
+def render_number(value: float) -> str:
+    """Shortest text of a number: integers without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def render_date(iso: str, fmt: str) -> str:
+    day = date.fromisoformat(iso)
+    return (
+        fmt.replace("%Y", f"{day.year:04d}")
+        .replace("%m", f"{day.month:02d}")
+        .replace("%d", f"{day.day:02d}")
+        .replace("%b", _MONTHS[day.month - 1])
+    )
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    is_dir: bool
+
+
+class Tree:
+    """The directories and files of one repository (README excluded: see :mod:`generators.repository`)."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        template = spec.template
+        self.placeholders = template.placeholders
+        self.values = [self._placeholder_values(p) for p in self.placeholders]
+        self.texts = [self._placeholder_texts(p, v) for p, v in zip(self.placeholders, self.values, strict=True)]
+        self.radices = [len(v) for v in self.values]
+        self.size = math.prod(self.radices)
+        # Placeholder span and stride of every component; a component's local number is its own mixed radix.
+        self.spans: list[tuple[int, int]] = []
+        start = 0
+        for component in template.components:
+            self.spans.append((start, start + len(component)))
+            start += len(component)
+        self.component_radix = [math.prod(self.radices[a:b]) for a, b in self.spans]
+        for i, radix in enumerate(self.component_radix):
+            if radix > MAX_COMPONENT_COMBINATIONS:
+                raise SpecError(f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations")
+        self.component_stride = [math.prod(self.component_radix[i + 1 :]) for i in range(len(self.spans))]
+        self.depth = len(self.spans)  # number of components; files live at this depth
+        self.indices = self._sample(Stream(spec.seed, "tree"))
+        self._name_cache: dict[int, dict[str, int]] = {}
+
+    # -- placeholder values ----------------------------------------------------------------------
+    def _placeholder_values(self, name: str) -> tuple[str | int | float, ...]:
+        spec = self.spec
+        if name == "researcher":
+            return spec.researchers
+        if name == "date":
+            return spec.dates
+        if name == "seq_number":
+            return tuple(range(1, spec.seq_count + 1))
+        return spec.path_variable(name).values
+
+    def _placeholder_texts(self, name: str, values: tuple[str | int | float, ...]) -> tuple[str, ...]:
+        template = self.spec.template
+        if name == "researcher":
+            return tuple(str(v) for v in values)
+        if name == "date":
+            return tuple(render_date(str(v), template.date_format) for v in values)
+        if name == "seq_number":
+            return tuple(f"{int(v):0{template.seq_width}d}" for v in values)
+        rendered = (v if isinstance(v, str) else render_number(v) for v in values)
+        return tuple(template.value_style.format(name=name, val=v) for v in rendered)
+
+    # -- sampling (paper A.2) --------------------------------------------------------------------
+    @property
+    def n_files(self) -> int:
+        return int(self.indices.size)
+
+    def _sample(self, stream: Stream) -> IntArray:
+        p = self.spec.params
+        if self.size <= p.min_files:
+            return np.arange(self.size, dtype=np.int64)
+        cap = min(p.max_files, self.size)
+        fraction = float(stream.beta(p.files_alpha, p.files_beta, 1)[0])
+        n = min(cap, p.min_files + int(math.floor(fraction * (cap - p.min_files) + 0.5)))
+        return _sample_distinct(stream, self.size, n)
+
+    # -- names -----------------------------------------------------------------------------------
+    def component_name(self, component: int, local: int) -> str:
+        a, b = self.spans[component]
+        parts = []
+        for k in range(b - 1, a - 1, -1):
+            local, digit = divmod(local, self.radices[k])
+            parts.append(self.texts[k][digit])
+        name = self.spec.template.joiners[component].join(reversed(parts))
+        return f"{name}.{self.spec.extension}" if component == self.depth - 1 else name
+
+    def _names(self, component: int) -> dict[str, int]:
+        names = self._name_cache.get(component)
+        if names is None:
+            names = {}
+            for local in range(self.component_radix[component]):
+                text = self.component_name(component, local)
+                if text in names:
+                    raise SpecError(f"template.components[{component}]: two value combinations render as {text!r}")
+                names[text] = local
+            self._name_cache[component] = names
+        return names
+
+    def _decode(self, parts: list[str]) -> int | None:
+        """Point number of the first ``len(parts)`` components, or None if a name is not valid."""
+        number = 0
+        for component, part in enumerate(parts):
+            local = self._names(component).get(part)
+            if local is None:
+                return None
+            number += local * self.component_stride[component]
+        return number
+
+    def _range(self, parts: list[str]) -> tuple[int, int] | None:
+        """Slice of ``indices`` below the directory named by ``parts`` (empty list = root)."""
+        if not parts:
+            return 0, self.n_files
+        low = self._decode(parts)
+        if low is None:
+            return None
+        high = low + self.component_stride[len(parts) - 1]
+        a, b = np.searchsorted(self.indices, [low, high])
+        return (int(a), int(b)) if b > a else None
+
+    # -- queries ---------------------------------------------------------------------------------
+    def is_dir(self, parts: list[str]) -> bool:
+        return len(parts) < self.depth and self._range(parts) is not None
+
+    def file_index(self, parts: list[str]) -> int | None:
+        """Point number of a data file, or None when the path is not a file of this repository."""
+        if len(parts) != self.depth:
+            return None
+        number = self._decode(parts)
+        if number is None:
+            return None
+        pos = int(np.searchsorted(self.indices, number))
+        return number if pos < self.n_files and int(self.indices[pos]) == number else None
+
+    def list_dir(self, parts: list[str]) -> list[Entry] | None:
+        """Sorted entries of a directory, or None when it does not exist."""
+        if len(parts) >= self.depth:
+            return None
+        span = self._range(parts)
+        if span is None:
+            return None
+        level = len(parts)
+        locals_ = np.unique((self.indices[span[0] : span[1]] // self.component_stride[level]) % self.component_radix[level])
+        is_dir = level < self.depth - 1
+        return sorted((Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name)
+
+    def digits(self, number: int) -> list[int]:
+        out = []
+        for radix in reversed(self.radices):
+            number, digit = divmod(number, radix)
+            out.append(digit)
+        return out[::-1]
+
+    def placeholder_values(self, number: int) -> dict[str, str | int | float]:
+        """The raw value of every placeholder for the file with this point number."""
+        return {name: self.values[k][d] for k, (name, d) in enumerate(zip(self.placeholders, self.digits(number), strict=True))}
+
+    def path_of(self, number: int) -> str:
+        parts = []
+        for component in range(self.depth):
+            local = (number // self.component_stride[component]) % self.component_radix[component]
+            parts.append(self.component_name(component, local))
+        return "/".join(parts)
+
+    @cached_property
+    def file_paths(self) -> list[str]:
+        """Every data file path, in the order of point numbers (not sorted by name)."""
+        per_component = []
+        for component in range(self.depth):
+            locals_ = (self.indices // self.component_stride[component]) % self.component_radix[component]
+            unique, inverse = np.unique(locals_, return_inverse=True)
+            names = np.array([self.component_name(component, int(u)) for u in unique], dtype=object)
+            per_component.append(names[inverse])
+        joined = per_component[0]
+        for names in per_component[1:]:
+            joined = joined + "/" + names
+        return [str(p) for p in joined]
+
+
+def _sample_distinct(stream: Stream, size: int, n: int) -> IntArray:
+    """``n`` distinct sorted numbers from ``range(size)``, uniformly, without building the range."""
+    if n >= size:
+        return np.arange(size, dtype=np.int64)
+    if n * _DENSE_FACTOR >= size:
+        order = np.argsort(stream.raw(size), kind="stable")[:n]
+        return np.sort(order.astype(np.int64))
+    collected = np.empty(0, dtype=np.int64)
+    while True:
+        drawn = np.minimum(np.floor(stream.uniform(2 * n + 16) * size).astype(np.int64), size - 1)
+        collected = np.concatenate((collected, drawn))
+        _, first = np.unique(collected, return_index=True)
+        if first.size >= n:
+            return np.sort(collected[np.sort(first)[:n]])
+        collected = collected[np.sort(first)]

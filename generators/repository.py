@@ -1,0 +1,140 @@
+"""A repository: the FUSE-free content model of one seed (lookup, list, read), and its README.
+
+This is the "mount source" the daemon and the command line sit on: every path question is answered
+from the spec and the tree, and file bytes are synthesised on demand. Nothing here caches bytes; the
+caller (the daemon, an export) decides what to keep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+
+from generators.encoders import encode
+from generators.paths import README_NAME, Entry, Tree
+from generators.spec import Spec
+from generators.synth import Table, synthesize
+
+MAX_SEED = 2**63 - 1
+
+
+class PathNotFound(LookupError):
+    """The path is not a file or directory of the repository."""
+
+
+@dataclass(frozen=True)
+class Node:
+    path: str
+    is_dir: bool
+
+
+def split_path(path: str) -> list[str]:
+    """Path parts relative to the repository root; '' and '/' are the root."""
+    parts = [p for p in path.strip("/").split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        raise PathNotFound(path)
+    return parts
+
+
+class Repository:
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.tree = Tree(spec)
+
+    # -- README ----------------------------------------------------------------------------------
+    @property
+    def has_readme(self) -> bool:
+        return self.spec.readme.present
+
+    @cached_property
+    def readme(self) -> bytes:
+        return render_readme(self.spec).encode("utf-8")
+
+    # -- lookup / list / read --------------------------------------------------------------------
+    def lookup(self, path: str) -> Node:
+        parts = split_path(path)
+        if not parts:
+            return Node("", True)
+        if parts == [README_NAME] and self.has_readme:
+            return Node(README_NAME, False)
+        if self.tree.is_dir(parts):
+            return Node("/".join(parts), True)
+        if self.tree.file_index(parts) is not None:
+            return Node("/".join(parts), False)
+        raise PathNotFound(path)
+
+    def list(self, path: str = "") -> list[Entry]:
+        parts = split_path(path)
+        entries = self.tree.list_dir(parts)
+        if entries is None:
+            raise PathNotFound(path)
+        if not parts and self.has_readme:
+            entries = sorted([*entries, Entry(README_NAME, False)], key=lambda e: e.name)
+        return entries
+
+    def table(self, path: str) -> Table:
+        """The rows of a data file."""
+        parts = split_path(path)
+        number = self.tree.file_index(parts)
+        if number is None:
+            raise PathNotFound(path)
+        return synthesize(self.spec, "/".join(parts), self.tree.placeholder_values(number))
+
+    def read(self, path: str) -> bytes:
+        """The whole content of a file."""
+        parts = split_path(path)
+        if parts == [README_NAME] and self.has_readme:
+            return self.readme
+        return encode(self.table(path), self.spec.extension)
+
+    def file_paths(self) -> list[str]:
+        """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""
+        paths = list(self.tree.file_paths)
+        if self.has_readme:
+            paths.append(README_NAME)
+        return sorted(paths)
+
+    def digest(self) -> str:
+        """SHA-256 over every path and its bytes, in sorted path order."""
+        digest = hashlib.sha256()
+        for path in self.file_paths():
+            content = self.read(path)
+            digest.update(f"{path}\0{len(content)}\0".encode())
+            digest.update(content)
+        return digest.hexdigest()
+
+
+def _placeholder_phrase(spec: Spec, name: str) -> str:
+    if name == "researcher":
+        return "`researcher`: who ran the session"
+    if name == "date":
+        return "`date`: the day of the measurements"
+    if name == "seq_number":
+        return "`seq_number`: the run number within its group"
+    variable = spec.path_variable(name)
+    unit = f" ({variable.unit})" if variable.unit else ""
+    return f"`{variable.column}`: {variable.name}{unit}"
+
+
+def render_readme(spec: Spec) -> str:
+    """The README an agent sees: the title and abstract only when the spec shows them."""
+    project = spec.project
+    lines = [f"# {project.title}" if spec.readme.show_title else f"# {project.repo_name}", ""]
+    if spec.readme.show_title and spec.readme.show_abstract:
+        lines += ["## Abstract", "", project.abstract, ""]
+    template = "/".join(
+        spec.template.joiners[i].join("{" + p + "}" for p in component)
+        for i, component in enumerate(spec.template.components)
+    )
+    lines += [
+        "## Layout",
+        "",
+        f"Each data file is a `.{spec.extension}` table stored at `{template}.{spec.extension}`, where",
+        "",
+        *(f"- {_placeholder_phrase(spec, p)}" for p in spec.template.placeholders),
+        "",
+        f"Field: {spec.context.field}; domain: {spec.context.domain}; area: {spec.context.subdomain}.",
+        "",
+    ]
+    return "\n".join(lines)

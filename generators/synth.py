@@ -1,0 +1,185 @@
+"""Table synthesis: the rows of one data file, from the spec, the file's placeholder values and its stream.
+
+Every column is drawn with whole-array operations; the only Python loops run over columns. Continuous
+values are rounded to ``params.sig_digits`` significant digits *before* anything else sees them, so the
+table in memory is exactly what any encoder writes and any parser reads back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+import numpy.typing as npt
+
+from generators import expr
+from generators.rng import Stream
+from generators.spec import Spec, Variable
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+_DAY_SECONDS = 86_400
+_WORKDAY_START = 8 * 3600
+_WORKDAY_SECONDS = 10 * 3600
+_STUDY_DAYS = 365
+_EPOCH = date(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: typed values (for statistics) and their text (for every encoder)."""
+
+    name: str
+    type: str  # string / datetime / categorical / integer / continuous
+    values: npt.NDArray[np.generic]  # str objects, int64 seconds, category strings, int64, float64
+    text: list[str]
+
+    @property
+    def numeric(self) -> bool:
+        return self.type in ("integer", "continuous")
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[Column, ...]
+    n_rows: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(name)
+
+
+def round_sig(values: FloatArray, digits: int) -> FloatArray:
+    """Round to ``digits`` significant digits; the result is the double nearest to the decimal."""
+    magnitude = np.abs(values)
+    safe = np.where((magnitude > 0) & np.isfinite(magnitude), magnitude, 1.0)
+    shift = digits - 1 - np.floor(np.log10(safe)).astype(np.int64)
+    out = np.empty_like(values)
+    up = shift >= 0
+    # Divide by or multiply with an exact power of ten so the result is correctly rounded.
+    scale_up = 10.0 ** shift[up]
+    out[up] = np.round(values[up] * scale_up) / scale_up
+    scale_down = 10.0 ** (-shift[~up])
+    out[~up] = np.round(values[~up] / scale_down) * scale_down
+    return out + 0.0  # turns -0.0 into 0.0
+
+
+def days_since(iso_day: str, start: str) -> float:
+    return float((date.fromisoformat(iso_day) - date.fromisoformat(start)).days)
+
+
+def _epoch_seconds(iso_day: str) -> int:
+    return (date.fromisoformat(iso_day) - _EPOCH).days * _DAY_SECONDS
+
+
+def n_rows(spec: Spec, stream: Stream) -> int:
+    p = spec.params
+    drawn = float(stream.normal(p.rows_mean, p.rows_sd, 1)[0])
+    return int(min(max(math.floor(drawn + 0.5), p.rows_min), p.rows_max))
+
+
+def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) -> dict[str, expr.Column]:
+    """Path placeholders as expression inputs: constant columns of the file's values."""
+    env: dict[str, expr.Column] = {}
+    for name, value in values.items():
+        if name == "researcher":
+            env[name] = expr.Categorical(np.full(n, spec.researchers.index(str(value)), dtype=np.int64), spec.researchers)
+        elif name == "date":
+            env[name] = np.full(n, days_since(str(value), spec.start_date))
+        elif name == "seq_number":
+            env[name] = np.full(n, float(value))
+        else:
+            variable = spec.path_variable(name)
+            if variable.numeric:
+                env[name] = np.full(n, float(value))
+            else:
+                categories = tuple(str(v) for v in variable.values)
+                env[name] = expr.Categorical(np.full(n, categories.index(str(value)), dtype=np.int64), categories)
+    return env
+
+
+def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray | IntArray:
+    """Draw an independent numeric column from its named distribution."""
+    assert variable.distribution is not None
+    kind, p = variable.distribution.kind, variable.distribution.params
+    if kind == "normal":
+        return stream.normal(p["mean"], p["sd"], n)
+    if kind == "uniform":
+        return stream.uniform_range(p["low"], p["high"], n)
+    if kind == "exponential":
+        return stream.exponential(p["scale"], n)
+    if kind == "beta":
+        return p["low"] + (p["high"] - p["low"]) * stream.beta(p["a"], p["b"], n)
+    if kind == "bernoulli":
+        return stream.bernoulli(p["p"], n)
+    if kind == "binomial":
+        return stream.binomial(int(p["n"]), p["p"], n)
+    if kind == "geometric":
+        return stream.geometric(p["p"], n)
+    if kind == "negative_binomial":
+        return stream.negative_binomial(int(p["r"]), p["p"], n)
+    if kind == "poisson":
+        return stream.poisson(p["lam"], n)
+    raise ValueError(f"unknown distribution {kind!r}")
+
+
+def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows: int | None = None) -> Table:
+    """The table of the data file at ``path`` whose placeholders take ``values``."""
+    stream = Stream(spec.seed, "file", path)
+    n = n_rows(spec, stream) if rows is None else rows
+    env = placeholder_env(spec, values, n)
+    columns: list[Column] = []
+    digits = spec.params.sig_digits
+    for variable in spec.variables:
+        sub = stream.child(variable.column)
+        if variable.role == "identifier":
+            # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
+            start = sub.randint(10_000, 89_000)
+            ids = np.strings.add(variable.prefix, np.arange(start, start + n).astype(str)).astype(object)
+            columns.append(Column(variable.column, "string", ids, ids.tolist()))
+        elif variable.role == "datetime":
+            seconds = _timestamps(spec, values, sub, n)
+            env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
+            text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").tolist()
+            columns.append(Column(variable.column, "datetime", seconds, text))
+        elif variable.type == "categorical":
+            codes = sub.categorical(np.asarray(variable.probs, dtype=np.float64), n)
+            env[variable.column] = expr.Categorical(codes, variable.categories)
+            labels = np.array(variable.categories, dtype=object)[codes]
+            columns.append(Column(variable.column, "categorical", labels, labels.tolist()))
+        elif variable.type == "integer":
+            ints = np.asarray(sample_independent(variable, sub, n), dtype=np.int64)
+            env[variable.column] = ints.astype(np.float64)
+            columns.append(Column(variable.column, "integer", ints, list(map(str, ints.tolist()))))
+        else:
+            if variable.role == "dependent":
+                assert variable.expression is not None
+                raw = expr.evaluate(variable.expression, env, n) + sub.normal(0.0, variable.noise_sd, n)
+            else:
+                raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
+            low, high = variable.bounds
+            raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
+            raw = np.clip(raw, -1e15 if low is None else low, 1e15 if high is None else high)
+            rounded = round_sig(raw, digits)
+            env[variable.column] = rounded
+            columns.append(Column(variable.column, "continuous", rounded, list(map(repr, rounded.tolist()))))
+    return Table(tuple(columns), n)
+
+
+def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
+    """Sorted measurement times: within the working day of the file's date, else across the study."""
+    if "date" in values:
+        base = _epoch_seconds(str(values["date"])) + _WORKDAY_START
+        offsets = stream.integers(0, _WORKDAY_SECONDS, n)
+    else:
+        base = _epoch_seconds(spec.start_date)
+        offsets = stream.integers(0, _STUDY_DAYS * _DAY_SECONDS, n)
+    return base + np.sort(offsets)

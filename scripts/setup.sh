@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up sgfs on a fresh Debian machine (run as root): the FUSE library and tools, then the package with
+# its development extras. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v fusermount3 >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep -q 'libfuse3\.so'; then
+    if command -v apt-get >/dev/null 2>&1; then
+        echo "sgfs setup: installing fuse3 (libfuse3 and fusermount3)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq fuse3 libfuse3-3 >/dev/null
+    else
+        echo "sgfs setup: install libfuse3 and fusermount3 with your package manager" >&2
+    fi
+fi
+
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev]'
+echo "sgfs setup: done ($(python3 -m sgfs --version))" >&2

@@ -1,0 +1,3 @@
+from sgfs.cli import main
+
+main()

@@ -1,0 +1,40 @@
+"""``sgfs export SEED DIR``: write a repository to a local directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument
+from sgfs.errors import SgfsError
+from sgfs.seeds import open_repository
+
+
+@click.command("export", context_settings=SEED_CONTEXT, help=f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}")
+@source_argument
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def export_command(source: str, directory: Path, force: bool, quiet: bool) -> None:
+    repo = open_repository(source)
+    if directory.exists() and any(directory.iterdir()) and not force:
+        raise SgfsError(f"{directory} is not empty (use --force to write into it)")
+    paths = repo.file_paths()
+    columns = (TextColumn("export"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    show = not quiet and sys.stderr.isatty()
+    try:
+        with Progress(*columns, disable=not show, transient=True) as progress:
+            task = progress.add_task("export", total=len(paths))
+            for path in paths:
+                target = directory / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(repo.read(path))
+                os.chmod(target, 0o644)
+                progress.advance(task)
+    except OSError as exc:
+        raise SgfsError(f"cannot write under {directory}: {exc.strerror or exc}", exit_code=1) from None
+    click.echo(f"exported {len(paths)} files of repository {source} to {directory}", err=True)
