@@ -2,9 +2,11 @@
 
 All encoders write the cell texts the synthesiser produced, so a number reads back as the same double in
 every format. Rows are filled into one ``%`` template per table by ``map`` over ``zip`` of the columns,
-which iterates in C: there is no Python loop per row. The xlsx writer is our own (a handful of fixed XML parts in a *stored* zip with fixed timestamps):
-XlsxWriter costs about 12 ms for a typical file because it works cell by cell in Python, and a stored zip
-keeps the bytes independent of the zlib build of the machine.
+which iterates in C: there is no Python loop per row.
+
+The xlsx writer is our own: a handful of fixed XML parts in a *stored* zip with fixed timestamps.
+XlsxWriter costs about 12 ms for a typical file because it works cell by cell in Python, and a stored
+zip keeps the bytes independent of the zlib build of the machine.
 """
 
 from __future__ import annotations
@@ -169,10 +171,16 @@ def _sheet_xml(table: Table) -> str:
         f'<c r="{letter}1" t="inlineStr"><is><t>{_xml_escape(name)}</t></is></c>'
         for letter, name in zip(letters, table.names, strict=True)
     )
-    row_template = '<row r="%s">' + "".join(
-        f'<c r="{letter}%s"><v>%s</v></c>' if column.numeric else f'<c r="{letter}%s" t="inlineStr"><is><t>%s</t></is></c>'
-        for letter, column in zip(letters, table.columns, strict=True)
-    ) + "</row>"
+    row_template = (
+        '<row r="%s">'
+        + "".join(
+            f'<c r="{letter}%s"><v>%s</v></c>'
+            if column.numeric
+            else f'<c r="{letter}%s" t="inlineStr"><is><t>%s</t></is></c>'
+            for letter, column in zip(letters, table.columns, strict=True)
+        )
+        + "</row>"
+    )
     numbers = list(map(str, range(2, table.n_rows + 2)))
     # Each cell needs its row number next to its text: interleave (row, text) for every column.
     cells: list[Cells] = [numbers]

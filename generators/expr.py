@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -42,9 +42,24 @@ MAX_DEPTH = 40
 
 # name -> (min args, max args); ``lookup`` is special-cased by the parser.
 FUNCTIONS: dict[str, tuple[int, int]] = {
-    "exp": (1, 1), "log": (1, 1), "log10": (1, 1), "log1p": (1, 1), "sqrt": (1, 1), "abs": (1, 1),
-    "sin": (1, 1), "cos": (1, 1), "tanh": (1, 1), "sigmoid": (1, 1), "floor": (1, 1), "ceil": (1, 1),
-    "round": (1, 1), "pow": (2, 2), "min": (2, 8), "max": (2, 8), "clamp": (3, 3), "where": (3, 3),
+    "exp": (1, 1),
+    "log": (1, 1),
+    "log10": (1, 1),
+    "log1p": (1, 1),
+    "sqrt": (1, 1),
+    "abs": (1, 1),
+    "sin": (1, 1),
+    "cos": (1, 1),
+    "tanh": (1, 1),
+    "sigmoid": (1, 1),
+    "floor": (1, 1),
+    "ceil": (1, 1),
+    "round": (1, 1),
+    "pow": (2, 2),
+    "min": (2, 8),
+    "max": (2, 8),
+    "clamp": (3, 3),
+    "where": (3, 3),
     "lookup": (2, 3),
 }
 CONSTANTS: dict[str, float] = {"pi": math.pi}
@@ -119,7 +134,7 @@ class Lookup:
     default: float | None
 
 
-Node = Union[Num, Str, Name, Unary, Binary, Call, Lookup]
+Node = Num | Str | Name | Unary | Binary | Call | Lookup
 
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
@@ -306,7 +321,9 @@ class _Parser:
             self.expect(")")
             return inner
         if token.text == "{":
-            raise ExpressionError(f"a table literal is only allowed inside lookup() (at position {token.pos})")
+            raise ExpressionError(
+                f"a table literal is only allowed inside lookup() (at position {token.pos})"
+            )
         found = token.text or "end of expression"
         raise ExpressionError(f"unexpected {found!r} (at position {token.pos})")
 
@@ -459,10 +476,10 @@ def _check_node(node: Node, scope: Scope) -> None:
         case Binary(op=op, left=left, right=right) if op in ("==", "!=") and _is_categorical_pair(
             left, right, scope
         ):
-            var, value = (left, right) if isinstance(left, Name) else (right, left)
-            assert isinstance(var, Name) and isinstance(value, Str)
-            if value.value not in scope.categorical[var.id]:
-                raise ExpressionError(f"{value.value!r} is not a value of categorical variable {var.id!r}")
+            var, literal = (left, right) if isinstance(left, Name) else (right, left)
+            assert isinstance(var, Name) and isinstance(literal, Str)
+            if literal.value not in scope.categorical[var.id]:
+                raise ExpressionError(f"{literal.value!r} is not a value of categorical variable {var.id!r}")
         case Binary(left=left, right=right):
             _check_node(left, scope)
             _check_node(right, scope)
@@ -499,11 +516,20 @@ class Categorical:
     categories: tuple[str, ...]
 
 
-Column = Union[FloatArray, Categorical]
+Column = FloatArray | Categorical
 
 _UNARY_FUNCS: dict[str, Callable[[FloatArray], FloatArray]] = {
-    "exp": np.exp, "log": np.log, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
-    "abs": np.abs, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
+    "exp": np.exp,
+    "log": np.log,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "floor": np.floor,
+    "ceil": np.ceil,
     "round": np.round,
 }
 
@@ -529,17 +555,17 @@ def _eval(node: Node, env: Mapping[str, Column], n: int) -> FloatArray:
         case Unary(op="+", operand=operand):
             return _eval(operand, env, n)
         case Unary(op="not", operand=operand):
-            return (_eval(operand, env, n) == 0).astype(np.float64)
+            return _as_float(_eval(operand, env, n) == 0)
         case Binary(op=op, left=left, right=right) if op in ("==", "!=") and (
             isinstance(left, Str) or isinstance(right, Str)
         ):
-            var, value = (left, right) if isinstance(left, Name) else (right, left)
-            assert isinstance(var, Name) and isinstance(value, Str)
+            var, literal = (left, right) if isinstance(left, Name) else (right, left)
+            assert isinstance(var, Name) and isinstance(literal, Str)
             column = env[var.id]
             assert isinstance(column, Categorical)
-            code = column.categories.index(value.value)
-            equal = column.codes == code
-            return (equal if op == "==" else ~equal).astype(np.float64)
+            equal = column.codes == column.categories.index(literal.value)
+            result: FloatArray = (equal if op == "==" else ~equal).astype(np.float64)
+            return result
         case Binary(op=op, left=left, right=right):
             return _BINARY[op](_eval(left, env, n), _eval(right, env, n))
         case Call(func=func, args=args):

@@ -55,7 +55,9 @@ class Tree:
         template = spec.template
         self.placeholders = template.placeholders
         self.values = [self._placeholder_values(p) for p in self.placeholders]
-        self.texts = [self._placeholder_texts(p, v) for p, v in zip(self.placeholders, self.values, strict=True)]
+        self.texts = [
+            self._placeholder_texts(p, v) for p, v in zip(self.placeholders, self.values, strict=True)
+        ]
         self.radices = [len(v) for v in self.values]
         self.size = math.prod(self.radices)
         # Placeholder span and stride of every component; a component's local number is its own mixed radix.
@@ -67,7 +69,9 @@ class Tree:
         self.component_radix = [math.prod(self.radices[a:b]) for a, b in self.spans]
         for i, radix in enumerate(self.component_radix):
             if radix > MAX_COMPONENT_COMBINATIONS:
-                raise SpecError(f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations")
+                raise SpecError(
+                    f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations"
+                )
         self.component_stride = [math.prod(self.component_radix[i + 1 :]) for i in range(len(self.spans))]
         self.depth = len(self.spans)  # number of components; files live at this depth
         self.indices = self._sample(Stream(spec.seed, "tree"))
@@ -106,7 +110,7 @@ class Tree:
             return np.arange(self.size, dtype=np.int64)
         cap = min(p.max_files, self.size)
         fraction = float(stream.beta(p.files_alpha, p.files_beta, 1)[0])
-        n = min(cap, p.min_files + int(math.floor(fraction * (cap - p.min_files) + 0.5)))
+        n = min(cap, p.min_files + math.floor(fraction * (cap - p.min_files) + 0.5))
         return _sample_distinct(stream, self.size, n)
 
     # -- names -----------------------------------------------------------------------------------
@@ -126,7 +130,9 @@ class Tree:
             for local in range(self.component_radix[component]):
                 text = self.component_name(component, local)
                 if text in names:
-                    raise SpecError(f"template.components[{component}]: two value combinations render as {text!r}")
+                    raise SpecError(
+                        f"template.components[{component}]: two value combinations render as {text!r}"
+                    )
                 names[text] = local
             self._name_cache[component] = names
         return names
@@ -174,9 +180,13 @@ class Tree:
         if span is None:
             return None
         level = len(parts)
-        locals_ = np.unique((self.indices[span[0] : span[1]] // self.component_stride[level]) % self.component_radix[level])
+        locals_ = np.unique(
+            (self.indices[span[0] : span[1]] // self.component_stride[level]) % self.component_radix[level]
+        )
         is_dir = level < self.depth - 1
-        return sorted((Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name)
+        return sorted(
+            (Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name
+        )
 
     def digits(self, number: int) -> list[int]:
         out = []
@@ -187,7 +197,10 @@ class Tree:
 
     def placeholder_values(self, number: int) -> dict[str, str | int | float]:
         """The raw value of every placeholder for the file with this point number."""
-        return {name: self.values[k][d] for k, (name, d) in enumerate(zip(self.placeholders, self.digits(number), strict=True))}
+        return {
+            name: self.values[k][d]
+            for k, (name, d) in enumerate(zip(self.placeholders, self.digits(number), strict=True))
+        }
 
     def path_of(self, number: int) -> str:
         parts = []

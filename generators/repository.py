@@ -7,6 +7,7 @@ caller (the daemon, an export) decides what to keep.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from dataclasses import dataclass
 from functools import cached_property
@@ -64,7 +65,7 @@ class Repository:
             return Node("/".join(parts), False)
         raise PathNotFound(path)
 
-    def list(self, path: str = "") -> list[Entry]:
+    def list(self, path: str = "") -> builtins.list[Entry]:
         parts = split_path(path)
         entries = self.tree.list_dir(parts)
         if entries is None:
@@ -88,7 +89,7 @@ class Repository:
             return self.readme
         return encode(self.table(path), self.spec.extension)
 
-    def file_paths(self) -> list[str]:
+    def file_paths(self) -> builtins.list[str]:
         """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""
         paths = list(self.tree.file_paths)
         if self.has_readme:

@@ -172,8 +172,8 @@ class Stream:
         """Indices drawn with the given (not necessarily normalised) weights."""
         cdf = np.cumsum(probs, dtype=np.float64)
         draws = self.uniform(n) * cdf[-1]
-        idx = np.searchsorted(cdf, draws, side="right")
-        return np.minimum(idx, len(probs) - 1).astype(np.int64)
+        idx: IntArray = np.minimum(np.searchsorted(cdf, draws, side="right"), len(probs) - 1).astype(np.int64)
+        return idx
 
     def bernoulli(self, p: float, n: int) -> IntArray:
         return (self.uniform(n) < p).astype(np.int64)
@@ -196,8 +196,9 @@ class Stream:
         return self._from_table(_negative_binomial_table(r, p), n)
 
     def _from_table(self, cdf: FloatArray, n: int) -> IntArray:
-        idx = np.searchsorted(cdf, self.uniform(n) * cdf[-1], side="right")
-        return np.minimum(idx, len(cdf) - 1).astype(np.int64)
+        drawn = np.searchsorted(cdf, self.uniform(n) * cdf[-1], side="right")
+        idx: IntArray = np.minimum(drawn, len(cdf) - 1).astype(np.int64)
+        return idx
 
 
 def _cdf_from_log_ratios(log_p0: float, log_ratios: FloatArray) -> FloatArray:
@@ -208,7 +209,7 @@ def _cdf_from_log_ratios(log_p0: float, log_ratios: FloatArray) -> FloatArray:
 
 
 def _support_end(mean: float, var: float) -> int:
-    return int(math.ceil(mean + _TABLE_SDS * math.sqrt(var) + 20))
+    return math.ceil(mean + _TABLE_SDS * math.sqrt(var) + 20)
 
 
 def _poisson_table(lam: float) -> FloatArray:

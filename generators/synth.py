@@ -91,7 +91,9 @@ def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) ->
     env: dict[str, expr.Column] = {}
     for name, value in values.items():
         if name == "researcher":
-            env[name] = expr.Categorical(np.full(n, spec.researchers.index(str(value)), dtype=np.int64), spec.researchers)
+            env[name] = expr.Categorical(
+                np.full(n, spec.researchers.index(str(value)), dtype=np.int64), spec.researchers
+            )
         elif name == "date":
             env[name] = np.full(n, days_since(str(value), spec.start_date))
         elif name == "seq_number":
@@ -102,7 +104,9 @@ def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) ->
                 env[name] = np.full(n, float(value))
             else:
                 categories = tuple(str(v) for v in variable.values)
-                env[name] = expr.Categorical(np.full(n, categories.index(str(value)), dtype=np.int64), categories)
+                env[name] = expr.Categorical(
+                    np.full(n, categories.index(str(value)), dtype=np.int64), categories
+                )
     return env
 
 

@@ -35,7 +35,7 @@ def timed(func: Callable[[], object], repeat: int) -> float:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -58,8 +58,12 @@ def main() -> None:
 
     print(f"{'measure':<44}{'value':>14}")
     print("-" * 58)
-    print(f"{f'spec + tree per seed, p50 ({args.seeds} seeds)':<44}{percentile(spec_tree, 50) * 1e3:>11.2f} ms")
-    print(f"{f'spec + tree per seed, p95 ({args.seeds} seeds)':<44}{percentile(spec_tree, 95) * 1e3:>11.2f} ms")
+    print(
+        f"{f'spec + tree per seed, p50 ({args.seeds} seeds)':<44}{percentile(spec_tree, 50) * 1e3:>11.2f} ms"
+    )
+    print(
+        f"{f'spec + tree per seed, p95 ({args.seeds} seeds)':<44}{percentile(spec_tree, 95) * 1e3:>11.2f} ms"
+    )
     print(f"{f'tree expansion, seed {largest[1]} ({len(paths)} files)':<44}{expand * 1e3:>11.2f} ms")
 
     # A typical file: 160 rows, 12 columns.
@@ -72,7 +76,11 @@ def main() -> None:
     table = synthesize(spec, path, values, rows=160)
     print(f"{f'synthesis of a typical table (seed {seed})':<44}{synth * 1e3:>11.3f} ms")
     print()
-    header = f"{'format':<8}{'bytes':>9}{'encode ms':>11}{'synth+enc ms':>14}{'MB/s':>9}{'disk read ms':>14}{'ratio':>8}"
+    names = ("format", "bytes", "encode ms", "synth+enc ms", "MB/s", "disk read ms", "ratio")
+    header = "".join(
+        f"{n:<8}" if i == 0 else f"{n:>{w}}"
+        for i, (n, w) in enumerate(zip(names, (8, 9, 11, 14, 9, 14, 8), strict=True))
+    )
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as scratch:
@@ -80,7 +88,10 @@ def main() -> None:
             spec_x = replace(spec, extension=extension)
             content = encode(table, extension)
             encode_time = timed(lambda ext=extension: encode(table, ext), args.repeat)
-            total = timed(lambda s=spec_x, ext=extension: encode(synthesize(s, path, values, rows=160), ext), args.repeat)
+            total = timed(
+                lambda s=spec_x, ext=extension: encode(synthesize(s, path, values, rows=160), ext),
+                args.repeat,
+            )
             target = os.path.join(scratch, f"file.{extension}")
             with open(target, "wb") as handle:
                 handle.write(content)
@@ -95,7 +106,8 @@ def main() -> None:
                 f"{extension:<8}{len(content):>9}{encode_time * 1e3:>11.3f}{total * 1e3:>14.3f}"
                 f"{mb_s:>9.1f}{disk * 1e3:>14.4f}{total / disk:>7.0f}x"
             )
-    print("\nsynth+enc: bytes generated from the spec (cold); disk read: the same bytes from a local file (warm).")
+    print("\nsynth+enc: bytes generated from the spec (cold);")
+    print("disk read: the same bytes from a local file (warm page cache).")
 
 
 if __name__ == "__main__":

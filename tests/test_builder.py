@@ -54,7 +54,9 @@ def test_diversity_over_a_thousand_seeds() -> None:
     assert {s.template.date_format for s in all_specs} == set(DATE_FORMATS)
     levels = collections.Counter(len(s.template.components) - 1 for s in all_specs)
     assert set(levels) <= {1, 2, 3, 4} and {2, 3, 4} <= set(levels)
-    readme = collections.Counter((s.readme.present, s.readme.show_title, s.readme.show_abstract) for s in all_specs)
+    readme = collections.Counter(
+        (s.readme.present, s.readme.show_title, s.readme.show_abstract) for s in all_specs
+    )
     assert 0.4 < sum(n for k, n in readme.items() if k[0]) / 1000 < 0.6
 
 
@@ -90,7 +92,7 @@ def test_hypotheses_follow_the_coefficients() -> None:
         for hypothesis in spec.project.description.hypotheses:
             if not hypothesis.startswith("Higher ") or " increases " not in hypothesis:
                 continue
-            source, outcome_name = hypothesis[len("Higher "):-1].split(" increases ")
+            source, outcome_name = hypothesis[len("Higher ") : -1].split(" increases ")
             driver = next((v for v in spec.variables if v.name == source and v.role == "independent"), None)
             outcome = next((v for v in spec.variables if v.name == outcome_name), None)
             if driver is None or outcome is None or driver.type == "categorical":

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import repo
 from generators.rng import Stream, derive_key
+
+from conftest import repo
 
 GOLDEN = json.loads((Path(__file__).parent / "golden_digests.json").read_text())["digests"]
 # The two largest golden repositories are checked in the slow lane only.
@@ -60,6 +61,11 @@ def test_digest_is_the_same_in_other_processes(environment: dict[str, str]) -> N
     seeds = ["2", "8", "17", "9223372036854775807"]
     env = {**os.environ, **environment}
     result = subprocess.run(
-        [sys.executable, "-c", _CHILD, *seeds], env=env, capture_output=True, text=True, check=True, timeout=120
+        [sys.executable, "-c", _CHILD, *seeds],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert json.loads(result.stdout) == {s: GOLDEN[s] for s in seeds}

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from conftest import repo
 from generators.spec import FORMAT_VERSION, SpecError, from_dict, from_json
+
+from conftest import repo
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 17, 118, 499, 2**63 - 1])
@@ -27,7 +28,9 @@ def _dependent_index(data: dict[str, Any]) -> int:
 
 
 def _independent_index(data: dict[str, Any], kind: str) -> int:
-    return next(i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == kind)
+    return next(
+        i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == kind
+    )
 
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -54,7 +57,9 @@ HOSTILE: list[tuple[str, Mutation, str]] = [
     ),
     (
         "expression uses later column",
-        lambda d: d["variables"][_dependent_index(d)].update(expression=d["variables"][-1]["column"] + " + 1"),
+        lambda d: d["variables"][_dependent_index(d)].update(
+            expression=d["variables"][-1]["column"] + " + 1"
+        ),
         "expression",
     ),
     ("nan number", lambda d: d["variables"][_dependent_index(d)].update(noise_sd=float("nan")), "noise_sd"),
@@ -79,15 +84,32 @@ HOSTILE: list[tuple[str, Mutation, str]] = [
         ),
         "sum to 1",
     ),
-    ("path traversal value", lambda d: d["path_variables"][0].update(values=["../etc", "x"]), "invalid value"),
+    (
+        "path traversal value",
+        lambda d: d["path_variables"][0].update(values=["../etc", "x"]),
+        "invalid value",
+    ),
     ("slash in value", lambda d: d["path_variables"][0].update(values=["a/b", "x"]), "invalid value"),
-    ("duplicate column", lambda d: d["variables"][1].update(column=d["variables"][0]["column"]), "used twice"),
+    (
+        "duplicate column",
+        lambda d: d["variables"][1].update(column=d["variables"][0]["column"]),
+        "used twice",
+    ),
     ("reserved column", lambda d: d["variables"][1].update(column="exp"), "reserved"),
-    ("unknown placeholder", lambda d: d["template"]["components"][0].append("nowhere"), "unknown placeholder"),
+    (
+        "unknown placeholder",
+        lambda d: d["template"]["components"][0].append("nowhere"),
+        "unknown placeholder",
+    ),
     ("bad joiner", lambda d: d["template"]["joiners"].__setitem__(0, "/"), "joiners"),
     ("bad date", lambda d: d.update(start_date="2024-13-01"), "start_date"),
-    ("huge poisson", lambda d: d["variables"][_independent_index(d, "integer")].update(
-        distribution={"kind": "poisson", "params": {"lam": 1e9}}), "distribution"),
+    (
+        "huge poisson",
+        lambda d: d["variables"][_independent_index(d, "integer")].update(
+            distribution={"kind": "poisson", "params": {"lam": 1e9}}
+        ),
+        "distribution",
+    ),
     ("too many files", lambda d: d["params"].update(max_files=10**9), "params.max_files"),
 ]
 

@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import repo
 from generators import PathNotFound
 from generators.builders.procedural import build_spec
 from generators.paths import Tree, render_date
 from generators.spec import DATE_FORMATS
+
+from conftest import repo
 
 
 def _walk(seed: int) -> list[str]:
@@ -84,7 +85,12 @@ def test_lookup_accepts_leading_and_trailing_slashes() -> None:
 
 
 def test_render_date_formats() -> None:
-    assert [render_date("2024-03-05", f) for f in DATE_FORMATS] == ["2024-03-05", "20240305", "2024_03_05", "05Mar2024"]
+    assert [render_date("2024-03-05", f) for f in DATE_FORMATS] == [
+        "2024-03-05",
+        "20240305",
+        "2024_03_05",
+        "05Mar2024",
+    ]
 
 
 def test_large_product_is_never_materialised() -> None:

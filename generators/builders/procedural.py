@@ -71,7 +71,9 @@ def build_spec(seed: int, params: Params | None = None) -> Spec:
     start = date(2015, 1, 1) + timedelta(days=rs.child("start").randint(0, 3650))
 
     placement = rs.child("template")
-    specials = [s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)]
+    specials = [
+        s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)
+    ]
     sizes = _component_sizes(placement)
     total = sum(sizes)
     specials = specials[: max(0, total - 1)]  # at least one experimental condition in every path
@@ -156,11 +158,13 @@ def _placeholder_order(specials: list[str], conditions: list[str], rs: Stream) -
 def _path_variable(condition: dict[str, Any], rs: Stream) -> PathVariable:
     values = list(condition["values"])
     k = rs.randint(2, min(6, len(values)))
-    chosen = sorted(rs.sample(range(len(values)), k))  # keep the vocabulary's natural order
+    chosen = sorted(rs.sample(list(range(len(values))), k))  # keep the vocabulary's natural order
     picked = [values[i] for i in chosen]
     typed: tuple[str, ...] | tuple[float, ...]
     typed = tuple(str(v) for v in picked) if isinstance(picked[0], str) else tuple(float(v) for v in picked)
-    return PathVariable(condition["name"], condition["column"], condition["description"], condition["unit"], typed)
+    return PathVariable(
+        condition["name"], condition["column"], condition["description"], condition["unit"], typed
+    )
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
@@ -197,28 +201,52 @@ def _variables(spec: Spec, vocab: dict[str, Any], rs: Stream) -> tuple[list[Vari
     ident = rs.pick(vocab["identifiers"])
     column, label, description = rs.pick(_DATETIME_NAMES)
     variables = [
-        Variable(ident["name"], ident["column"], "identifier", "string", ident["description"], prefix=ident["prefix"]),
+        Variable(
+            ident["name"],
+            ident["column"],
+            "identifier",
+            "string",
+            ident["description"],
+            prefix=ident["prefix"],
+        ),
         Variable(label, column, "datetime", "datetime", description),
     ]
     remaining = total - 2
     n_dep = min(len(vocab["outcomes"]), max(2, round(remaining * rs.uniform_range(0.25, 0.45, 1)[0])))
     n_ind = remaining - n_dep
     shares = rs.uniform(3) + 0.3
-    n_cat = min(len(vocab["categorical"]), max(1, int(round(n_ind * shares[0] / shares.sum()))))
-    n_int = min(len(vocab["integer"]), max(1, int(round(n_ind * shares[1] / shares.sum()))))
+    n_cat = min(len(vocab["categorical"]), max(1, round(n_ind * shares[0] / shares.sum())))
+    n_int = min(len(vocab["integer"]), max(1, round(n_ind * shares[1] / shares.sum())))
     n_cont = min(len(vocab["continuous"]), max(1, n_ind - n_cat - n_int))
     independents: list[Variable] = []
     for entry in rs.sample(vocab["categorical"], n_cat):
         independents.append(
-            Variable(entry["name"], entry["column"], "independent", "categorical", entry["description"],
-                     categories=tuple(entry["values"]), probs=tuple(float(p) for p in entry["probs"]))
+            Variable(
+                entry["name"],
+                entry["column"],
+                "independent",
+                "categorical",
+                entry["description"],
+                categories=tuple(entry["values"]),
+                probs=tuple(float(p) for p in entry["probs"]),
+            )
         )
-    for kind, entries in (("integer", rs.sample(vocab["integer"], n_int)), ("continuous", rs.sample(vocab["continuous"], n_cont))):
+    for kind, entries in (
+        ("integer", rs.sample(vocab["integer"], n_int)),
+        ("continuous", rs.sample(vocab["continuous"], n_cont)),
+    ):
         for entry in entries:
             params = {k: float(v) for k, v in entry["params"].items()}
             independents.append(
-                Variable(entry["name"], entry["column"], "independent", kind, entry["description"], unit=entry["unit"],
-                         distribution=Distribution(entry["dist"], params))
+                Variable(
+                    entry["name"],
+                    entry["column"],
+                    "independent",
+                    kind,
+                    entry["description"],
+                    unit=entry["unit"],
+                    distribution=Distribution(entry["dist"], params),
+                )
             )
     variables += rs.shuffled(independents)
     terms: list[_Term] = []
@@ -250,7 +278,9 @@ class _Reference:
             days = [float((date.fromisoformat(d) - start).days) for d in spec.dates]
             self._numeric("date", "the measurement date", np.array(days)[rs.integers(0, len(days), self.n)])
         if "seq_number" in placeholders:
-            self._numeric("seq_number", "the run number", rs.integers(1, spec.seq_count + 1, self.n).astype(float))
+            self._numeric(
+                "seq_number", "the run number", rs.integers(1, spec.seq_count + 1, self.n).astype(float)
+            )
         for pv in spec.path_variables:
             if pv.numeric:
                 values = np.array(pv.values, dtype=np.float64)
@@ -265,13 +295,17 @@ class _Reference:
 
     def _numeric(self, name: str, label: str, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
         self.env[name] = values
-        self.inputs.append(_Input(name, label, mean=float(values.mean()), sd=float(values.std()), low=float(values.min())))
+        self.inputs.append(
+            _Input(name, label, mean=float(values.mean()), sd=float(values.std()), low=float(values.min()))
+        )
 
     def add(self, variable: Variable) -> None:
         if variable.role == "identifier":
             return
         if variable.role == "datetime":
-            self._numeric(variable.column, "time since the study start", self.rs.uniform_range(0.0, 365.0, self.n))
+            self._numeric(
+                variable.column, "time since the study start", self.rs.uniform_range(0.0, 365.0, self.n)
+            )
         elif variable.type == "categorical":
             codes = self.rs.categorical(np.asarray(variable.probs), self.n)
             self.env[variable.column] = expr.Categorical(codes, variable.categories)
@@ -281,10 +315,15 @@ class _Reference:
             self._numeric(variable.column, variable.name, values)
         else:
             assert variable.expression is not None
-            values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(0, variable.noise_sd, self.n)
+            values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(
+                0, variable.noise_sd, self.n
+            )
             low, high = variable.bounds
-            self._numeric(variable.column, variable.name, np.clip(values, low if low is not None else -np.inf,
-                                                                   high if high is not None else np.inf))
+            self._numeric(
+                variable.column,
+                variable.name,
+                np.clip(values, low if low is not None else -np.inf, high if high is not None else np.inf),
+            )
 
     def evaluate(self, expression: str) -> np.ndarray[Any, np.dtype[np.float64]]:
         return expr.evaluate(expression, self.env, self.n)
@@ -329,8 +368,15 @@ def _dependent(
     spread_seen = float(np.std(deterministic))
     noise = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
     variable = Variable(
-        outcome["name"], outcome["column"], "dependent", "continuous", outcome["description"], unit=outcome["unit"],
-        expression=expression, noise_sd=float(_num(noise)), bounds=(low, high),
+        outcome["name"],
+        outcome["column"],
+        "dependent",
+        "continuous",
+        outcome["description"],
+        unit=outcome["unit"],
+        expression=expression,
+        noise_sd=float(_num(noise)),
+        bounds=(low, high),
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
 
@@ -345,7 +391,9 @@ def _term(source: _Input, spread: float, rs: Stream) -> _Term:
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
         return _Term(source.label, f" + lookup({source.name}, {{{table}}})", 0, "categorical")
     x, m, s = source.name, source.mean, source.sd
-    shape = rs.pick_weighted(("linear", "saturating", "threshold", "decay", "optimum", "log"), (4, 2, 1.5, 1, 1, 1))
+    shape = rs.pick_weighted(
+        ("linear", "saturating", "threshold", "decay", "optimum", "log"), (4, 2, 1.5, 1, 1, 1)
+    )
     positive = source.low >= 0 and m > 0
     if shape == "saturating" and positive:
         amplitude = sign * 2.5 * weight
@@ -357,7 +405,9 @@ def _term(source: _Input, spread: float, rs: Stream) -> _Term:
         amplitude = sign * 1.5 * weight
         return _Term(source.label, _signed(amplitude, f"*log1p({x}/{_num(m)})"), sign, "logarithmic")
     if shape == "threshold":
-        return _Term(source.label, _signed(sign * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)"), sign, "threshold")
+        return _Term(
+            source.label, _signed(sign * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)"), sign, "threshold"
+        )
     if shape == "optimum":
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).
         bump = f"*exp(-0.5*(({x} - {_num(m)})/{_num(s)})**2)"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from generators.rng import Stream
-from generators.spec import Description, Project, Spec, Variable
+from generators.spec import Description, PathVariable, Project, Spec, Variable
 
 
 class TermLike(Protocol):
@@ -37,8 +37,18 @@ _TITLES = (
     "Predicting {y} from {a} in {area}",
     "Sensitivity of {y} to {a} under {cond} manipulation",
 )
-_DESIGNS = ("controlled", "longitudinal", "multi-site", "factorial", "replicated", "field", "laboratory",
-            "observational", "randomised", "pilot")
+_DESIGNS = (
+    "controlled",
+    "longitudinal",
+    "multi-site",
+    "factorial",
+    "replicated",
+    "field",
+    "laboratory",
+    "observational",
+    "randomised",
+    "pilot",
+)
 _SHAPE_PHRASES = {
     "linear": "changes roughly linearly with",
     "saturating": "saturates as {x} increases",
@@ -68,7 +78,7 @@ def _and(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _with_unit(v: Variable) -> str:
+def _with_unit(v: Variable | PathVariable) -> str:
     return f"{v.name} ({v.unit})" if v.unit else v.name
 
 
@@ -93,20 +103,32 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     cond = conditions[0].name if conditions else a
     area = spec.context.subdomain.lower()
     title = rs.pick(_TITLES).format(
-        a=a, b=b, y=y, y2=y2, Y=_cap(y), cond=cond, area=area, Area=spec.context.subdomain, design=rs.pick(_DESIGNS)
+        a=a,
+        b=b,
+        y=y,
+        y2=y2,
+        Y=_cap(y),
+        cond=cond,
+        area=area,
+        Area=spec.context.subdomain,
+        design=rs.pick(_DESIGNS),
     )
     year = spec.start_date[:4]
     slug_words = re.findall(r"[a-z0-9]+", f"{outcomes[0].column} {a}".lower())[:5]
     repo_name = "-".join([*slug_words, year])
 
-    hypotheses = tuple(_hypothesis(spec.variable(t.outcome), t) for t in terms) or (f"{_cap(y)} varies with {a}.",)
+    hypotheses = tuple(_hypothesis(spec.variable(t.outcome), t) for t in terms) or (
+        f"{_cap(y)} varies with {a}.",
+    )
 
     placeholders = spec.template.placeholders
     confounders = []
     if "researcher" in placeholders:
         confounders.append("Systematic differences between the researchers who ran the sessions.")
     if "date" in placeholders:
-        confounders.append("Day-to-day drift in instruments and ambient conditions between measurement dates.")
+        confounders.append(
+            "Day-to-day drift in instruments and ambient conditions between measurement dates."
+        )
     if "seq_number" in placeholders:
         confounders.append("Order effects across consecutive runs (fatigue, reagent ageing, warm-up).")
     unused = [v.name for v in covariates if v.name not in {t.source for t in terms}]
@@ -137,7 +159,8 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     )
     finding = hypotheses[0].rstrip(".")
     abstract = (
-        f"{_cap(area)} remains difficult to characterise quantitatively. In this {rs.pick(_DESIGNS)} study we "
+        f"{_cap(area)} remains difficult to characterise quantitatively. "
+        f"In this {rs.pick(_DESIGNS)} study we "
         f"measured {_and([o.name for o in outcomes])} across {cond_text or 'a range of conditions'}. "
         f"Our central hypothesis is that {finding[0].lower() + finding[1:]}. "
         f"We release the raw run-level tables so that the effects of {a} and {b} can be re-analysed."

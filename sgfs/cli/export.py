@@ -14,10 +14,16 @@ from sgfs.errors import SgfsError
 from sgfs.seeds import open_repository
 
 
-@click.command("export", context_settings=SEED_CONTEXT, help=f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}")
+@click.command(
+    "export",
+    context_settings=SEED_CONTEXT,
+    help=f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}",
+)
 @source_argument
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
+@click.option(
+    "--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files)."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_command(source: str, directory: Path, force: bool, quiet: bool) -> None:
     repo = open_repository(source)

@@ -17,14 +17,22 @@ def _missing(source: str, path: str) -> SgfsError:
     return SgfsError(f"no such file or directory in repository {source}: {path}")
 
 
-@click.command("tree", context_settings=SEED_CONTEXT, help=f"Print every file path of a repository, one per line, sorted.\n\n{SOURCE_HELP}")
+@click.command(
+    "tree",
+    context_settings=SEED_CONTEXT,
+    help=f"Print every file path of a repository, one per line, sorted.\n\n{SOURCE_HELP}",
+)
 @source_argument
 def tree_command(source: str) -> None:
     repo = open_repository(source)
     sys.stdout.write("".join(f"{p}\n" for p in repo.file_paths()))
 
 
-@click.command("ls", context_settings=SEED_CONTEXT, help=f"List a directory of a repository (directories end with /).\n\n{SOURCE_HELP}")
+@click.command(
+    "ls",
+    context_settings=SEED_CONTEXT,
+    help=f"List a directory of a repository (directories end with /).\n\n{SOURCE_HELP}",
+)
 @source_argument
 @click.argument("path", default="")
 def ls_command(source: str, path: str) -> None:
@@ -41,7 +49,11 @@ def ls_command(source: str, path: str) -> None:
         click.echo(entry.name + ("/" if entry.is_dir else ""))
 
 
-@click.command("cat", context_settings=SEED_CONTEXT, help=f"Write the bytes of one file of a repository to stdout.\n\n{SOURCE_HELP}")
+@click.command(
+    "cat",
+    context_settings=SEED_CONTEXT,
+    help=f"Write the bytes of one file of a repository to stdout.\n\n{SOURCE_HELP}",
+)
 @source_argument
 @click.argument("path")
 def cat_command(source: str, path: str) -> None:
@@ -56,13 +68,21 @@ def cat_command(source: str, path: str) -> None:
     sys.stdout.flush()
 
 
-@click.command("digest", context_settings=SEED_CONTEXT, help=f"Print the SHA-256 of a whole repository (paths and bytes).\n\n{SOURCE_HELP}")
+@click.command(
+    "digest",
+    context_settings=SEED_CONTEXT,
+    help=f"Print the SHA-256 of a whole repository (paths and bytes).\n\n{SOURCE_HELP}",
+)
 @source_argument
 def digest_command(source: str) -> None:
     click.echo(open_repository(source).digest())
 
 
-@click.command("spec", context_settings=SEED_CONTEXT, help=f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP}")
+@click.command(
+    "spec",
+    context_settings=SEED_CONTEXT,
+    help=f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP}",
+)
 @source_argument
 @click.option("--check", is_flag=True, help="Only validate SEED as a spec file; print 'ok' when it is valid.")
 def spec_command(source: str, check: bool) -> None:
