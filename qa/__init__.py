@@ -1,0 +1,1 @@
+"""Questions with exact ground truth, paraphrases and grading. Imports ``generators``, never ``sgfs``."""

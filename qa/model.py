@@ -1,0 +1,59 @@
+"""The question record and the fixed vocabularies of the benchmark (docs/questions.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NOT_POSSIBLE = "not possible"
+
+CATEGORIES: dict[str, str] = {
+    "readme": "Repository Metadata",
+    "title": "Repository Metadata",
+    "abstract": "Repository Metadata",
+    "extension": "File Metadata",
+    "count_rows": "File Metadata",
+    "prefix": "Directory Traversal",
+    "condition": "Directory Traversal",
+    "univariate_single_file": "Univariate Statistics",
+    "univariate_condition": "Univariate Statistics",
+    "bivariate_statistic": "Bivariate Statistics",
+    "bivariate_hypothesis": "Bivariate Statistics",
+}
+FIXED_TYPES = ("readme", "title", "abstract", "extension")
+SAMPLED_TYPES = tuple(t for t in CATEGORIES if t not in FIXED_TYPES)
+REASONS = (
+    "no_readme",
+    "title_not_in_readme",
+    "abstract_not_in_readme",
+    "no_file",
+    "no_row",
+    "undefined_statistic",
+    "too_few_rows",
+    "constant_input",
+)
+ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
+
+Answer = str | int | float
+
+
+@dataclass
+class Question:
+    id: str
+    seed: int
+    category: str
+    type: str
+    question: str
+    variables: dict[str, str]
+    answer: Answer
+    answer_kind: str
+    choices: list[str] | None
+    sig_figs: int | None
+    answerable: bool
+    unanswerable_reason: str | None
+    evidence: list[str]
+    query: dict[str, Any]
+    paraphrases: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,368 @@
+"""Question wording: the templated text and three procedural paraphrases, from one structured draft.
+
+The templated text names columns and path variables by their short names, states every definition it
+relies on and ends with the answer instructions. The paraphrases say the same thing with the variables'
+readable names and units and another sentence structure, and keep every ``{path}`` placeholder. A
+paraphraser is anything with ``paraphrase(draft) -> list[str]``; an LLM backend can implement the same
+protocol later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from generators.spec import Spec
+
+Condition = dict[str, Any]
+
+STAT_TEMPLATED = {
+    "mean": "mean (arithmetic average)",
+    "median": "median (the mean of the two middle values when the count is even)",
+    "std": "sample standard deviation (dividing by n - 1)",
+    "variance": "sample variance (dividing by n - 1)",
+    "min": "minimum",
+    "max": "maximum",
+    "sum": "sum",
+}
+STAT_PLAIN = {
+    "mean": "average",
+    "median": "median (averaging the two middle values for an even count)",
+    "std": "sample standard deviation (n - 1 in the denominator)",
+    "variance": "sample variance (n - 1 in the denominator)",
+    "min": "smallest value",
+    "max": "largest value",
+    "sum": "total",
+}
+BIVARIATE_TEMPLATED = {
+    "pearson": "Pearson's correlation coefficient r",
+    "spearman": "Spearman's rank correlation coefficient rho (tied values get their average rank)",
+    "chi2": "chi-square statistic of Pearson's test of independence on the contingency table of the two "
+    "columns (no continuity correction)",
+}
+BIVARIATE_PLAIN = {
+    "pearson": "Pearson correlation (r)",
+    "spearman": "Spearman rank correlation (rho, average ranks for ties)",
+    "chi2": "Pearson chi-square statistic for independence of the two columns (contingency table of "
+    "observed values, no continuity correction)",
+}
+TESTS = {
+    "pearson": (
+        "a two-sided test of zero Pearson correlation (t distribution with n - 2 degrees of freedom)",
+        "there is no linear correlation between `{a}` and `{b}`",
+    ),
+    "spearman": (
+        "a two-sided test of zero Spearman rank correlation (t approximation, n - 2 degrees of "
+        "freedom, average ranks for ties)",
+        "there is no monotonic association between `{a}` and `{b}`",
+    ),
+    "chi2": (
+        "Pearson's chi-square test of independence (no continuity correction)",
+        "`{a}` and `{b}` are independent",
+    ),
+    "welch": (
+        "Welch's two-sided two-sample t-test (unequal variances)",
+        "the mean of `{b}` is the same in rows where `{a}` is {g1} and rows where `{a}` is {g2}",
+    ),
+}
+UNANSWERABLE_NOTE = (
+    "If the data in the repository cannot answer this question (for example, no file or no row meets the "
+    'conditions, or the statistic is not defined for the column), answer "not possible".'
+)
+
+
+@dataclass
+class Draft:
+    """Everything the wording needs, independent of the answer."""
+
+    type: str
+    spec: Spec
+    statistic: str | None = None
+    columns: list[str] = field(default_factory=list)
+    path_conditions: list[Condition] = field(default_factory=list)
+    path_display: dict[str, str] = field(default_factory=dict)  # rendered value -> value as worded
+    row_conditions: list[Condition] = field(default_factory=list)
+    test: dict[str, Any] | None = None
+    sig_figs: int | None = None
+
+
+class Paraphraser(Protocol):
+    def paraphrase(self, draft: Draft) -> list[str]: ...
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _closing(draft: Draft) -> str:
+    figures = f" Give the answer to {draft.sig_figs} significant figures." if draft.sig_figs else ""
+    return f"{figures} {UNANSWERABLE_NOTE}"
+
+
+# -- conditions ---------------------------------------------------------------------------------------
+def _path_name(draft: Draft, variable: str, readable: bool) -> str:
+    if not readable:
+        return f"`{variable}`"
+    if variable == "researcher":
+        return "the researcher"
+    if variable == "date":
+        return "the measurement date"
+    if variable == "seq_number":
+        return "the run number"
+    pv = draft.spec.path_variable(variable)
+    return f"the {pv.name}" + (f" ({pv.unit})" if pv.unit else "")
+
+
+def path_phrase(draft: Draft, readable: bool = False) -> str:
+    parts = []
+    for c in draft.path_conditions:
+        name = _path_name(draft, c["variable"], readable)
+        if c["op"] == "eq":
+            parts.append(f"{name} is {draft.path_display[c['value']]}")
+        else:
+            values = [draft.path_display[v] for v in c["values"]]
+            parts.append(f"{name} is one of {', '.join(values)}")
+    return " and ".join(parts)
+
+
+def _column_name(draft: Draft, column: str, readable: bool) -> str:
+    if not readable:
+        return f"`{column}`"
+    variable = draft.spec.variable(column)
+    return f"{variable.name}" + (f" ({variable.unit})" if variable.unit else "") + f" [column `{column}`]"
+
+
+def row_phrase(draft: Draft, readable: bool = False) -> str:
+    parts = []
+    for c in draft.row_conditions:
+        name = _column_name(draft, c["column"], readable)
+        op = c["op"]
+        if op == "eq":
+            parts.append(f"{name} is {c['value']}")
+        elif op == "in":
+            parts.append(f"{name} is one of {', '.join(c['values'])}")
+        elif op == "between":
+            parts.append(f"{name} is between {_number(c['low'])} and {_number(c['high'])} (inclusive)")
+        else:
+            words = {"gt": "is greater than", "lt": "is less than", "ge": "is at least", "le": "is at most"}
+            parts.append(f"{name} {words[op]} {_number(c['value'])}")
+    return " and ".join(parts)
+
+
+# -- templated ----------------------------------------------------------------------------------------
+def templated(draft: Draft) -> str:
+    t = draft.type
+    rows = row_phrase(draft)
+    where = f" where {rows}" if rows else ""
+    using = f", using only the rows where {rows}" if rows else ""
+    paths = path_phrase(draft)
+    if t == "readme":
+        text = "Does this repository contain a README file at its top level? Answer yes or no."
+    elif t == "title":
+        text = "What is the title of the research project, as written in this repository's README? Give it exactly."
+    elif t == "abstract":
+        text = (
+            "What is the first sentence of the project's abstract, as written in this repository's README? "
+            "Quote it exactly."
+        )
+    elif t == "extension":
+        text = (
+            "What file extension do the data files in this repository use? Answer with one of: csv, json, "
+            "jsonl, xlsx, txt, log."
+        )
+    elif t == "count_rows":
+        text = f"How many data rows (not counting the header) does the file {{path}} contain{where}?"
+    elif t == "prefix":
+        text = (
+            "How many data files are stored under the directory {path}, counting all of its subdirectories "
+            "(README files do not count)?"
+        )
+    elif t == "condition":
+        text = f"How many data files in this repository have a path in which {paths}?"
+    elif t == "univariate_single_file":
+        assert draft.statistic
+        text = (
+            f"In the file {{path}}, what is the {STAT_TEMPLATED[draft.statistic]} of the column "
+            f"`{draft.columns[0]}`{using}?"
+        )
+    elif t == "univariate_condition":
+        assert draft.statistic
+        text = (
+            f"Across all data files whose path has {paths}, pooling their rows, what is the "
+            f"{STAT_TEMPLATED[draft.statistic]} of the column `{draft.columns[0]}`{using}?"
+        )
+    elif t == "bivariate_statistic":
+        assert draft.statistic
+        a, b = draft.columns
+        text = (
+            f"Across all data files whose path has {paths}, pooling their rows, what is the "
+            f"{BIVARIATE_TEMPLATED[draft.statistic]} between the columns `{a}` and `{b}`{using}?"
+        )
+    elif t == "bivariate_hypothesis":
+        assert draft.test
+        text = (
+            f"Across all data files whose path has {paths}, pooling their rows{using}: does "
+            f"{_test_text(draft)} Answer yes or no."
+        )
+    else:
+        raise ValueError(t)
+    return text + _closing(draft)
+
+
+def _test_text(draft: Draft, readable: bool = False) -> str:
+    assert draft.test is not None
+    name = draft.test["name"]
+    description, null = TESTS[name]
+    a, b = draft.columns
+    groups = draft.test.get("groups", ["", ""])
+    null_text = null.format(a=a, b=b, g1=groups[0], g2=groups[1])
+    if readable:
+        for column in (a, b):
+            null_text = null_text.replace(f"`{column}`", draft.spec.variable(column).name)
+    return f"{description} reject, at significance level {draft.test['alpha']}, the null hypothesis that {null_text}?"
+
+
+# -- paraphrases --------------------------------------------------------------------------------------
+class ProceduralParaphraser:
+    """Three deterministic rewordings with readable names, units and other sentence structures."""
+
+    def paraphrase(self, draft: Draft) -> list[str]:
+        return [style(draft) + _closing(draft) for style in (_plain, _restructured, _request)]
+
+
+def _readable_column(draft: Draft, i: int = 0) -> str:
+    return _column_name(draft, draft.columns[i], readable=True)
+
+
+def _plain(draft: Draft) -> str:
+    t = draft.type
+    rows = row_phrase(draft, readable=True)
+    only = f", counting only rows where {rows}" if rows else ""
+    paths = path_phrase(draft, readable=True)
+    area = draft.spec.context.subdomain.lower()
+    if t == "readme":
+        return "Is there a README file in the root folder of this dataset? Reply yes or no."
+    if t == "title":
+        return "According to the README, what is this project called? Reproduce the title exactly."
+    if t == "abstract":
+        return "Quote, word for word, the opening sentence of the abstract given in the README."
+    if t == "extension":
+        return (
+            "Which format are the data tables saved in? Give the file extension (csv, json, jsonl, xlsx, txt or log)."
+        )
+    if t == "count_rows":
+        return f"How many records are in {{path}}{only}? Do not count the header."
+    if t == "prefix":
+        return "Counting every subfolder, how many data files sit inside {path}? Ignore README files."
+    if t == "condition":
+        return f"How many of the {area} data files were recorded with {paths}?"
+    if t == "univariate_single_file":
+        assert draft.statistic
+        return f"What is the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)} in {{path}}{only}?"
+    if t == "univariate_condition":
+        assert draft.statistic
+        return (
+            f"Pooling every record from the files where {paths}, what is the {STAT_PLAIN[draft.statistic]} "
+            f"of {_readable_column(draft)}{only}?"
+        )
+    if t == "bivariate_statistic":
+        assert draft.statistic
+        return (
+            f"Pooling every record from the files where {paths}, what is the {BIVARIATE_PLAIN[draft.statistic]} "
+            f"between {_readable_column(draft, 0)} and {_readable_column(draft, 1)}{only}?"
+        )
+    if t == "bivariate_hypothesis":
+        return f"Pooling every record from the files where {paths}{only}, does {_test_text(draft, readable=True)}"
+    raise ValueError(t)
+
+
+def _restructured(draft: Draft) -> str:
+    t = draft.type
+    rows = row_phrase(draft, readable=True)
+    keep = f" Keep only the rows where {rows}." if rows else ""
+    paths = path_phrase(draft, readable=True)
+    if t == "readme":
+        return "Check the top level of the repository: is a README file present (yes or no)?"
+    if t == "title":
+        return "The README names the project. What is that title, exactly as written?"
+    if t == "abstract":
+        return "The README contains an abstract. What is its first sentence, verbatim?"
+    if t == "extension":
+        return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
+    if t == "count_rows":
+        return f"Open {{path}}.{keep} How many data rows remain (header excluded)?"
+    if t == "prefix":
+        return (
+            "Take the folder {path} and everything beneath it. How many data files does it hold "
+            "(README files excluded)?"
+        )
+    if t == "condition":
+        return f"Select the data files whose folder and file names show that {paths}. How many are there?"
+    if t == "univariate_single_file":
+        assert draft.statistic
+        return f"Take the file {{path}}.{keep} Compute the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)}."
+    if t == "univariate_condition":
+        assert draft.statistic
+        return (
+            f"Select the data files whose paths show that {paths} and combine their rows.{keep} Compute "
+            f"the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)}."
+        )
+    if t == "bivariate_statistic":
+        assert draft.statistic
+        return (
+            f"Select the data files whose paths show that {paths} and combine their rows.{keep} Compute "
+            f"the {BIVARIATE_PLAIN[draft.statistic]} between {_readable_column(draft, 0)} and "
+            f"{_readable_column(draft, 1)}."
+        )
+    if t == "bivariate_hypothesis":
+        return (
+            f"Select the data files whose paths show that {paths} and combine their rows.{keep} Does "
+            f"{_test_text(draft, readable=True)}"
+        )
+    raise ValueError(t)
+
+
+def _request(draft: Draft) -> str:
+    t = draft.type
+    rows = row_phrase(draft, readable=True)
+    only = f", restricted to rows where {rows}," if rows else ""
+    paths = path_phrase(draft, readable=True)
+    project = draft.spec.context.subdomain.lower()
+    if t == "readme":
+        return f"Before I start on this {project} dataset: does it ship a README at the top level? Yes or no."
+    if t == "title":
+        return "I need to cite this project. What title does its README give? Please copy it exactly."
+    if t == "abstract":
+        return "For my notes I need the abstract's opening sentence from the README, copied exactly."
+    if t == "extension":
+        return (
+            "I want to pick the right parser: what extension do the data files have "
+            "(csv, json, jsonl, xlsx, txt or log)?"
+        )
+    if t == "count_rows":
+        return f"I'm checking sample sizes: how many data rows does {{path}} hold{only.rstrip(',')}? Header excluded."
+    if t == "prefix":
+        return (
+            "I'm auditing the folder {path}: how many data files are in it, subfolders included? "
+            "Leave README files out."
+        )
+    if t == "condition":
+        return f"I'm planning a subset analysis on runs where {paths}. How many data files qualify?"
+    if t == "univariate_single_file":
+        assert draft.statistic
+        return f"For {{path}}{only} I need the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)}."
+    if t == "univariate_condition":
+        assert draft.statistic
+        return (
+            f"For my {project} summary I need the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)} "
+            f"over all records in files where {paths}{only.rstrip(',')}."
+        )
+    if t == "bivariate_statistic":
+        assert draft.statistic
+        return (
+            f"I want to know how {_readable_column(draft, 0)} relates to {_readable_column(draft, 1)} in the "
+            f"files where {paths}{only.rstrip(',')}: what is the {BIVARIATE_PLAIN[draft.statistic]}?"
+        )
+    if t == "bivariate_hypothesis":
+        return f"Using the records from files where {paths}{only.rstrip(',')}, does {_test_text(draft, readable=True)}"
+    raise ValueError(t)

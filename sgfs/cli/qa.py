@@ -1,0 +1,84 @@
+"""``sgfs qa SEEDS --out FILE``: questions with exact ground truth, one JSON object per line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from generators import Repository, SpecError, build_spec
+from qa.generate import Options, generate
+from sgfs.errors import SgfsError
+from sgfs.seeds import parse_seed_list
+
+
+def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise click.BadParameter(f"{value} is not within [0, 1]")
+    return value
+
+
+@click.command("qa", context_settings={"ignore_unknown_options": True})
+@click.argument("seeds")
+@click.option("--out", "out", required=True, help="Output JSONL file ('-' for stdout).")
+@click.option(
+    "--per-type",
+    type=click.IntRange(0, 1000),
+    default=5,
+    show_default=True,
+    help="Samples of each of the seven sampled question types per repository.",
+)
+@click.option(
+    "--unanswerable",
+    type=float,
+    default=0.28,
+    show_default=True,
+    callback=_unit_interval,
+    help="Target share of unanswerable questions.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool) -> None:
+    """Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)."""
+    seed_list = parse_seed_list(seeds)
+    options = Options(per_type=per_type, unanswerable=unanswerable)
+    if out == "-":
+        _write(seed_list, options, sys.stdout, quiet=True)
+        return
+    target = Path(out)
+    if target.is_dir():
+        raise SgfsError(f"--out {out} is a directory")
+    if not target.parent.exists():
+        raise SgfsError(f"--out {out}: directory {target.parent} does not exist")
+    # Write to a temporary file beside the target and rename: an interrupted run leaves no partial file.
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            count = _write(seed_list, options, stream, quiet=quiet)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    click.echo(f"wrote {count} questions for {len(seed_list)} repositories to {out}", err=True)
+
+
+def _write(seed_list: list[int], options: Options, stream: object, quiet: bool) -> int:
+    assert hasattr(stream, "write")
+    count = 0
+    columns = (TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, disable=quiet or not sys.stderr.isatty(), transient=True) as progress:
+        task = progress.add_task("qa", total=len(seed_list))
+        for seed in seed_list:
+            try:
+                repository = Repository(build_spec(seed))
+            except SpecError as exc:
+                raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+            for question in generate(repository, options):
+                stream.write(json.dumps(question.to_dict(), ensure_ascii=False) + "\n")
+                count += 1
+            progress.advance(task)
+    return count
