@@ -70,14 +70,19 @@ class Generator:
         share = (self.options.unanswerable * total - already) / n_sampled if n_sampled else 0.0
         share = min(1.0, max(0.0, share))
         out = list(fixed)
+        owed = 0  # unanswerable questions wanted but impossible for their type here (e.g. every path exists)
         for qtype in SAMPLED_TYPES:
             for k in range(1, self.options.per_type + 1):
-                out.append(self._finish(qtype, k, self._sampled(qtype, k, share)))
+                rs = Stream(self.spec.seed, "qa", qtype, k)
+                want = rs.chance(share)
+                if not want and owed:
+                    want, owed = True, owed - 1
+                built = self._sampled(qtype, rs, want)
+                owed += want and built.reason is None
+                out.append(self._finish(qtype, k, built))
         return out
 
-    def _sampled(self, qtype: str, k: int, share: float) -> Built:
-        rs = Stream(self.spec.seed, "qa", qtype, k)
-        want_unanswerable = rs.chance(share)
+    def _sampled(self, qtype: str, rs: Stream, want_unanswerable: bool) -> Built:
         sampler = _SAMPLERS[qtype]
         reasons = _REASONS[qtype]
         for attempt in range(MAX_ATTEMPTS):

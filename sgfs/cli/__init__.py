@@ -11,9 +11,11 @@ import sys
 
 import click
 
-from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
 from sgfs.cli.export import export_command
+from sgfs.cli.grade import grade_command
+from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
 from sgfs.cli.mount import mount_command, unmount_command
+from sgfs.cli.qa import qa_command
 from sgfs.errors import SgfsError
 
 
@@ -24,8 +26,16 @@ def cli() -> None:
 
 
 for command in (
-    tree_command, ls_command, cat_command, export_command, digest_command, spec_command,
-    mount_command, unmount_command,
+    tree_command,
+    ls_command,
+    cat_command,
+    export_command,
+    digest_command,
+    spec_command,
+    mount_command,
+    unmount_command,
+    qa_command,
+    grade_command,
 ):
     cli.add_command(command)
 

@@ -21,9 +21,7 @@ from sgfs.seeds import open_repository
 )
 @source_argument
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files)."
-)
+@click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export_command(source: str, directory: Path, force: bool, quiet: bool) -> None:
     repo = open_repository(source)

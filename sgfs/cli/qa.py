@@ -7,14 +7,17 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from generators import Repository, SpecError, build_spec
-from qa.generate import Options, generate
 from sgfs.errors import SgfsError
 from sgfs.seeds import parse_seed_list
+
+if TYPE_CHECKING:
+    from qa.generate import Options
 
 
 def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -44,6 +47,8 @@ def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> 
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool) -> None:
     """Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)."""
+    from qa.generate import Options  # scipy is heavy: only the commands that need it import it
+
     seed_list = parse_seed_list(seeds)
     options = Options(per_type=per_type, unanswerable=unanswerable)
     if out == "-":
@@ -66,8 +71,9 @@ def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: 
     click.echo(f"wrote {count} questions for {len(seed_list)} repositories to {out}", err=True)
 
 
-def _write(seed_list: list[int], options: Options, stream: object, quiet: bool) -> int:
-    assert hasattr(stream, "write")
+def _write(seed_list: list[int], options: Options, stream: TextIO, quiet: bool) -> int:
+    from qa.generate import generate
+
     count = 0
     columns = (TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, disable=quiet or not sys.stderr.isatty(), transient=True) as progress:

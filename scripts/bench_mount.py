@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Benchmark the FUSE mount against the same bytes exported to a local directory.
+
+For each seed: `find DIR -type f -exec cat {} +` cold (first touch, synthesis included) and warm, and
+`ls -lR DIR` cold and warm, each on the mount and on an `sgfs export` copy of the repository on local
+disk (page cache warm), as a ratio; plus synthesis alone (build the repository, read every file in
+process, no cache), the floor for a cold read. Mounts with `sgfs mount` and always unmounts.
+
+Usage: python3 scripts/bench_mount.py [--seeds auto | 285,118,279] [--cache-mb 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import generators
+from sgfs.daemon import mount_type
+from sgfs.seeds import parse_seed_list
+
+SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
+T = TypeVar("T")
+ENV = {**os.environ, "LC_ALL": "C"}
+
+
+def sgfs(*args: object) -> None:
+    result = subprocess.run([*SGFS, *map(str, args)], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"sgfs {' '.join(map(str, args))} failed: {result.stderr.strip()}")
+
+
+def shell_seconds(command: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(command, shell=True, check=True, env=ENV, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def best(func: Callable[[T], float], arg: T, repeat: int = 3) -> float:
+    return min(func(arg) for _ in range(repeat))
+
+
+def cat_all(root: Path) -> float:
+    return shell_seconds(f"find '{root}' -type f -exec cat {{}} + > /dev/null")
+
+
+def ls_all(root: Path) -> float:
+    return shell_seconds(f"ls -lR '{root}' > /dev/null")
+
+
+def synthesis_alone(seed: int) -> float:
+    start = time.perf_counter()
+    repo = generators.repository(seed)
+    for path in repo.file_paths():
+        repo.read(path)
+    return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def mounted(mnt: Path, seeds: list[int], cache_mb: int) -> Iterator[Path]:
+    mnt.mkdir(parents=True, exist_ok=True)
+    try:
+        sgfs("mount", mnt, "--seeds", ",".join(map(str, seeds)), "--cache-mb", cache_mb)
+        yield mnt
+    finally:
+        if mount_type(str(mnt)) is not None:
+            with contextlib.suppress(SystemExit):
+                sgfs("unmount", mnt)
+        if mount_type(str(mnt)) is not None:  # last resort: never leave a mount behind
+            tool = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
+            subprocess.run([tool, "-uz", str(mnt)], check=False)
+
+
+def auto_seeds(scan: int = 300) -> list[int]:
+    """A tiny repository, a mid-sized one, seed 118, and the one closest to 2 000 files."""
+    counts = {s: len(generators.repository(s).file_paths()) for s in range(1, scan + 1)}
+    tiny = min(counts, key=lambda s: counts[s])
+    mid = min(counts, key=lambda s: abs(counts[s] - 150))
+    big = min(counts, key=lambda s: abs(counts[s] - 2000))
+    return list(dict.fromkeys([tiny, mid, 118, big]))
+
+
+@dataclass
+class Row:
+    seed: int
+    ext: str
+    files: int
+    megabytes: float
+    synth: float
+    cold_cat: float = 0.0
+    warm_cat: float = 0.0
+    native_cat: float = 0.0
+    cold_ls: float = 0.0
+    warm_ls: float = 0.0
+    native_ls: float = 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="auto", help="seed list (1-3,118) or 'auto'")
+    parser.add_argument("--cache-mb", type=int, default=256)
+    args = parser.parse_args()
+    seeds = auto_seeds() if args.seeds == "auto" else parse_seed_list(args.seeds)
+    generators.repository(0)  # load data files once, as the long-running daemon has
+
+    rows: dict[int, Row] = {}
+    with tempfile.TemporaryDirectory(prefix="sgfs-bench-") as tmp:
+        work = Path(tmp)
+        for seed in seeds:
+            repo = generators.repository(seed)
+            local = work / "export" / str(seed)
+            sgfs("export", seed, local, "--quiet")
+            size = sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
+            synth = best(synthesis_alone, seed, 2)
+            rows[seed] = Row(seed, repo.spec.extension, len(repo.file_paths()), size / 1e6, synth)
+            rows[seed].native_cat = best(cat_all, local)
+            rows[seed].native_ls = best(ls_all, local)
+        # Two fresh mounts, so that both `cat` and `ls -lR` meet cold repositories.
+        with mounted(work / "mnt-cat", seeds, args.cache_mb) as mnt:
+            for seed in seeds:
+                rows[seed].cold_cat = cat_all(mnt / str(seed))
+                rows[seed].warm_cat = best(cat_all, mnt / str(seed))
+        with mounted(work / "mnt-ls", seeds, args.cache_mb) as mnt:
+            for seed in seeds:
+                rows[seed].cold_ls = ls_all(mnt / str(seed))
+                rows[seed].warm_ls = best(ls_all, mnt / str(seed))
+
+    header = (
+        f"{'seed':>6} {'ext':>5} {'files':>6} {'MB':>6} | {'synth s':>8} {'cold cat':>9} {'/synth':>7} "
+        f"{'/native':>8} | {'warm cat':>9} {'native':>8} {'ratio':>6} | {'cold ls':>8} {'warm ls':>8} "
+        f"{'native':>8} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows.values():
+        print(
+            f"{r.seed:>6} {r.ext:>5} {r.files:>6} {r.megabytes:>6.1f} | {r.synth:>8.3f} {r.cold_cat:>9.3f} "
+            f"{r.cold_cat / r.synth:>7.2f} {r.cold_cat / r.native_cat:>8.1f} | {r.warm_cat:>9.3f} "
+            f"{r.native_cat:>8.3f} {r.warm_cat / r.native_cat:>6.2f} | {r.cold_ls:>8.3f} {r.warm_ls:>8.3f} "
+            f"{r.native_ls:>8.3f} {r.warm_ls / r.native_ls:>6.2f}"
+        )
+    print()
+    print("times in seconds; native = the `sgfs export` copy on local disk (page cache warm);")
+    print("/synth = cold cat over synthesis alone (aim <= 1.30); warm ratio = mount / native (aim <= 3);")
+    print("cold ls = first `ls -lR` of a fresh mount (every file synthesised for its exact size).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""The mount daemon: ``python -m sgfs.daemon MNT --seeds ...`` serves repositories at MNT until unmounted.
+
+``sgfs mount`` starts this module as a detached process (or calls ``serve`` in-process with
+``--foreground``). It checks that FUSE is usable and the mount point is fit, sets up logging, and runs the
+multithreaded libfuse loop through mfusepy. libfuse itself installs the SIGINT/SIGTERM/SIGHUP handlers
+(fuse_set_signal_handlers, for signals left at SIG_DFL; mfusepy resets SIGINT for the loop): a signal ends
+the loop and libfuse unmounts before ``FUSE()`` returns, so no Python handler is needed.
+
+This module does not import mfusepy at import time: ``sgfs`` commands that do not mount must keep working
+on machines without libfuse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import stat
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from sgfs.errors import SgfsError
+from sgfs.seeds import parse_seed_list
+from sgfs.source import DEFAULT_CACHE_MB, MIB, MountSource
+
+log = logging.getLogger("sgfs.mount")
+
+FSNAME = "sgfs"
+FSTYPE = "fuse.sgfs"  # what /proc/self/mountinfo shows for our mounts (fuse.<subtype>)
+TIMEOUT_S = 3600  # attribute, entry and negative-lookup cache lifetime in the kernel: content never changes
+LIBFUSE_NOISE = ("Ignoring invalid max threads value",)  # libfuse 3.14 + mfusepy: harmless
+
+
+def fusermount_commands() -> list[list[str]]:
+    """Unmount commands in order of preference, those present on PATH."""
+    commands = [["fusermount3", "-u"], ["fusermount", "-u"], ["umount"]]
+    return [c for c in commands if shutil.which(c[0])]
+
+
+def check_fuse(device: str = "/dev/fuse", which: Callable[[str], str | None] = shutil.which) -> ModuleType:
+    """The mfusepy module, or an SgfsError saying why FUSE cannot be used here."""
+    if not os.path.exists(device):
+        raise SgfsError(
+            f"FUSE is unavailable: {device} is missing (load the fuse kernel module; in a container, "
+            "start it with --device /dev/fuse --cap-add SYS_ADMIN)"
+        )
+    if not (which("fusermount3") or which("fusermount")):
+        raise SgfsError("FUSE is unavailable: neither fusermount3 nor fusermount is on PATH (install fuse3)")
+    try:
+        import mfusepy
+    except Exception as exc:  # mfusepy raises OSError/AttributeError when libfuse is missing or too old
+        raise SgfsError(f"FUSE is unavailable: libfuse cannot be loaded ({exc}); install fuse3") from None
+    module: ModuleType = mfusepy  # typed as Any: mfusepy ships no type information
+    return module
+
+
+def _unescape(field: str) -> str:
+    """Mount table fields escape space, tab, newline and backslash as octal (\\040...)."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def mount_table() -> dict[str, str]:
+    """Mount point -> filesystem type, from /proc/self/mountinfo (the last mount on a point wins)."""
+    table: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return table
+    for line in lines:
+        fields = line.split(" ")
+        if "-" not in fields:
+            continue
+        sep = fields.index("-")
+        if len(fields) > 4 and len(fields) > sep + 1:
+            table[_unescape(fields[4])] = fields[sep + 1]
+    return table
+
+
+def mount_type(path: str) -> str | None:
+    """The filesystem type mounted exactly at ``path``, or None."""
+    table = mount_table()
+    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        if candidate in table:
+            return table[candidate]
+    return None
+
+
+def check_mount_point(path: str) -> str:
+    """The absolute mount point, or an SgfsError: missing, not a directory, mounted, stale or not empty."""
+    mnt = os.path.abspath(path)
+    kind = mount_type(mnt)
+    try:
+        info = os.stat(mnt)
+        if kind is not None:
+            os.listdir(mnt)  # the kernel may answer stat from its cache even when the daemon is gone
+    except FileNotFoundError:
+        raise SgfsError(f"mount point {path} does not exist") from None
+    except OSError as exc:
+        if kind is not None:  # typically ENOTCONN: a FUSE mount whose daemon died
+            raise SgfsError(
+                f"{path} is a stale {kind} mount ({exc.strerror}): clear it with `fusermount3 -uz {mnt}`"
+            ) from None
+        raise SgfsError(f"cannot use mount point {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise SgfsError(f"mount point {path} is not a directory")
+    if kind is not None or os.path.ismount(mnt):
+        what = "an sgfs mount" if kind == FSTYPE else f"a mount point ({kind or 'unknown type'})"
+        raise SgfsError(f"{path} is already {what}; unmount it first (sgfs unmount {path})")
+    try:
+        if any(os.scandir(mnt)):
+            raise SgfsError(f"mount point {path} is not empty")
+    except PermissionError:
+        raise SgfsError(f"cannot read mount point {path}: permission denied") from None
+    return mnt
+
+
+def setup_logging(log_file: str | None) -> None:
+    """Log to ``log_file`` when given, else to stderr."""
+    handler: logging.Handler
+    if log_file:
+        try:
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise SgfsError(f"cannot write log file {log_file}: {exc.strerror or exc}") from None
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("fuse").setLevel(logging.WARNING)  # mfusepy logs every errno at debug/info
+
+
+def _detach_stderr() -> None:
+    """Once the mount is up, stop writing to the startup-error file ``sgfs mount`` gave us as stderr."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
+
+
+def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr: bool = False) -> None:
+    """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
+    fuse = check_fuse()
+    mnt = check_mount_point(mountpoint)
+    if cache_mb < 0:
+        raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
+    from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
+
+    source = MountSource(seeds, cache_bytes=cache_mb * MIB)
+    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
+    options: dict[str, object] = {
+        "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
+        "nothreads": False,  # one thread per concurrent request
+        "ro": True,
+        "default_permissions": True,  # the kernel checks the 0444/0555 modes itself
+        "fsname": FSNAME,
+        "subtype": FSNAME,
+        "kernel_cache": True,  # immutable content: keep the page cache across opens
+        "attr_timeout": TIMEOUT_S,
+        "entry_timeout": TIMEOUT_S,
+        "negative_timeout": TIMEOUT_S,
+    }
+    if threading.current_thread() is threading.main_thread():
+        # libfuse only installs its exit handlers on signals left at SIG_DFL.
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+    log.info("serving %s (seeds listed: %d, cache %d MiB, pid %d)", mnt, len(seeds), cache_mb, os.getpid())
+    try:
+        fuse.FUSE(ops, mnt, **options)
+    except RuntimeError as exc:
+        # libfuse >= 3.12 reports the signal that ended the loop as an error (fuse_main_real returns 8):
+        # after a successful start that is our normal way out, and libfuse has already unmounted.
+        if not ops.initialized:
+            raise SgfsError(f"cannot mount {mnt}: libfuse failed with code {exc} (see its message)") from None
+    log.info("unmounted %s", mnt)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sgfs.daemon", description="Serve repositories at MNT.")
+    parser.add_argument("mountpoint", metavar="MNT")
+    parser.add_argument("--seeds", default="", help="seeds listed at the root, e.g. 1-100,118")
+    parser.add_argument("--cache-mb", type=int, default=DEFAULT_CACHE_MB)
+    parser.add_argument("--log", default=None, help="log file (default: stderr)")
+    parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
+    args = parser.parse_args(argv)
+    try:
+        seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
+        setup_logging(args.log)
+        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background)
+    except SgfsError as exc:
+        print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

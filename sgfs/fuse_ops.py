@@ -1,0 +1,147 @@
+"""The mfusepy Operations of the mount: a thin, read-only translation of ``MountSource`` into FUSE.
+
+Every callback maps exceptions to an explicit errno and never lets a Python exception reach mfusepy
+(which would answer EINVAL): unknown paths are ENOENT, generator failures are logged and answered EIO,
+anything that would modify the filesystem is EROFS, and there are no extended attributes.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import os
+import stat
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import mfusepy
+
+from sgfs.source import GenerationError, MountSource
+
+log = logging.getLogger("sgfs.mount")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Content never changes, so every timestamp is one constant (2024-01-01T00:00:00Z, in nanoseconds).
+FIXED_TIME_NS = 1_704_067_200 * 10**9
+FILE_MODE = stat.S_IFREG | 0o444
+DIR_MODE = stat.S_IFDIR | 0o555
+BLOCK = 4096
+NAME_MAX = 255
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND | os.O_CREAT
+NO_XATTR = cast(int, getattr(mfusepy, "ENOATTR", None) or errno.ENODATA)
+
+
+def _errors(method: F) -> F:
+    """Map the core's exceptions to errno values; log and answer EIO for anything unexpected."""
+
+    @functools.wraps(method)
+    def wrapper(self: SgfsOperations, path: str, *args: Any) -> Any:
+        try:
+            return method(self, path, *args)
+        except mfusepy.FuseOSError:
+            raise
+        except FileNotFoundError:
+            raise mfusepy.FuseOSError(errno.ENOENT) from None
+        except IsADirectoryError:
+            raise mfusepy.FuseOSError(errno.EISDIR) from None
+        except NotADirectoryError:
+            raise mfusepy.FuseOSError(errno.ENOTDIR) from None
+        except GenerationError as exc:
+            log.error("generation failed: seed %s path %s", exc.seed, exc.path or "/", exc_info=exc.cause)
+            raise mfusepy.FuseOSError(errno.EIO) from None
+        except Exception:
+            log.exception("unexpected error in %s(%r)", method.__name__, path)
+            raise mfusepy.FuseOSError(errno.EIO) from None
+
+    return cast(F, wrapper)
+
+
+class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships no type information
+    use_ns = True  # timestamps in integer nanoseconds (and no deprecation warning)
+
+    def __init__(self, source: MountSource, on_init: Callable[[], None] | None = None) -> None:
+        self.source = source
+        self._on_init = on_init
+        self.uid = os.getuid()
+        self.gid = os.getgid()
+        self.initialized = False  # set once the kernel has talked to us: the mount is up
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def init(self, path: str) -> None:
+        self.initialized = True
+        log.info("mount is up")
+        if self._on_init is not None:
+            try:
+                self._on_init()
+            except Exception:
+                log.exception("init hook failed")
+
+    def destroy(self, path: str) -> None:
+        log.info("mount is going down")
+
+    # -- metadata ----------------------------------------------------------------------------------------
+    def _attrs(self, is_dir: bool, size: int, nlink: int) -> dict[str, int]:
+        return {
+            "st_mode": DIR_MODE if is_dir else FILE_MODE,
+            "st_nlink": nlink,
+            "st_size": size,
+            "st_blocks": (size + 511) // 512,
+            "st_blksize": BLOCK,
+            "st_uid": self.uid,
+            "st_gid": self.gid,
+            "st_atime": FIXED_TIME_NS,
+            "st_mtime": FIXED_TIME_NS,
+            "st_ctime": FIXED_TIME_NS,
+        }
+
+    @_errors
+    def getattr(self, path: str, fh: int | None = None) -> dict[str, int]:
+        st = self.source.stat(path)
+        return self._attrs(st.is_dir, st.size, st.nlink)
+
+    @_errors
+    def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
+        # Passing st_mode gives the kernel each entry's d_type: `find -type f` need not stat every file.
+        listing = self.source.listdir(path)
+        return [(".", DIR_MODE, 0), ("..", DIR_MODE, 0)] + [
+            (name, DIR_MODE if is_dir else FILE_MODE, 0) for name, is_dir in listing
+        ]
+
+    # No opendir/access callbacks: the kernel already knows each inode's type and, with
+    # default_permissions and "ro", checks access itself; every callback skipped is a round trip into Python.
+
+    @_errors
+    def statfs(self, path: str) -> dict[str, int]:
+        # The kernel derives f_flag (ST_RDONLY) from the "ro" mount option; it is set here too for bindings
+        # that pass it through. Sizes are unknown (infinite repositories): report an empty, full filesystem.
+        return {
+            "f_bsize": BLOCK,
+            "f_frsize": BLOCK,
+            "f_blocks": 0,
+            "f_bfree": 0,
+            "f_bavail": 0,
+            "f_files": 0,
+            "f_ffree": 0,
+            "f_favail": 0,
+            "f_flag": os.ST_RDONLY | os.ST_NOSUID,
+            "f_namemax": NAME_MAX,
+        }
+
+    # -- content -----------------------------------------------------------------------------------------
+    @_errors
+    def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
+        return self.source.read(path, size, offset)
+
+    # No open, getxattr or listxattr callbacks: with the "ro" mount option the kernel itself refuses every
+    # open for writing (EROFS), and without xattr callbacks it learns after one ENOSYS that this filesystem
+    # has no extended attributes (EOPNOTSUPP from then on) instead of asking Python again for every entry
+    # `ls -l` shows. Each callback left out is a round trip into Python saved per file.
+
+    # -- everything that writes: EROFS, whatever the arguments ------------------------------------------
+    def _erofs(self, *args: Any) -> int:
+        raise mfusepy.FuseOSError(errno.EROFS)
+
+    write = create = mknod = mkdir = unlink = rmdir = rename = link = symlink = _erofs
+    chmod = chown = truncate = utimens = setxattr = removexattr = _erofs

@@ -1,0 +1,246 @@
+"""The FUSE-free core of the mount: mount paths -> repositories -> attributes and bytes, with caches.
+
+``MountSource`` answers everything the filesystem needs (``stat``, ``listdir``, ``read``) for paths as the
+kernel gives them ("/", "/118", "/118/a/b.csv"), and is tested without mounting anything. The FUSE layer
+(``sgfs.fuse_ops``) only translates its answers and exceptions into stat dicts and errno values.
+
+Content is immutable (a pure function of seed and path), so every cache here can be shared freely across
+threads; locks only protect the cache structures, and a per-key in-flight table makes concurrent requests
+for the same file wait for one synthesis instead of running it twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from cachetools import LRUCache
+
+import generators
+from generators import MAX_SEED, PathNotFound, Repository
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+MIB = 1 << 20
+DEFAULT_CACHE_MB = 256
+# Building a Repository costs ~5 ms and holds its spec and tree: keep the recently used ones.
+DEFAULT_REPOSITORIES = 64
+# One entry is a (seed, path) key and a Stat: a few hundred bytes. A million entries bound the memo near
+# 200-300 MB in the worst case while covering hundreds of typical repositories.
+DEFAULT_MEMO_ENTRIES = 1_000_000
+
+
+class GenerationError(Exception):
+    """Synthesising a repository or a file failed: a generator bug, answered as EIO by the mount."""
+
+    def __init__(self, seed: int, path: str, cause: BaseException) -> None:
+        super().__init__(f"seed {seed} path {path or '/'}: {type(cause).__name__}: {cause}")
+        self.seed = seed
+        self.path = path
+        self.cause = cause
+
+
+@dataclass(frozen=True)
+class Stat:
+    is_dir: bool
+    size: int  # exact byte count for files; 0 for directories
+    nlink: int  # files 1; directories 2 + number of subdirectories
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    generated: int  # files synthesised so far (cache misses that ran the generator)
+    content_bytes: int
+    content_files: int
+    memo_entries: int
+    repositories: int
+
+
+def seed_from_name(name: str) -> int | None:
+    """The seed a root entry names, or None: canonical decimal only ("007", "+7", "-1" are not seeds)."""
+    if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name[0] == "0"):
+        return None
+    seed = int(name)
+    return seed if seed <= MAX_SEED else None
+
+
+class _InFlight(Generic[K, V]):
+    """Run ``compute`` once per key at a time; concurrent callers for that key wait for its result."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[K, Future[V]] = {}
+
+    def run(self, key: K, compute: Callable[[], V]) -> V:
+        with self._lock:
+            future = self._calls.get(key)
+            leader = future is None
+            if future is None:
+                future = self._calls[key] = Future()
+        if not leader:
+            return future.result()
+        try:
+            value = compute()
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        else:
+            future.set_result(value)
+            return value
+        finally:
+            with self._lock:
+                del self._calls[key]
+
+
+class MountSource:
+    """Seeds as top-level directories, repositories below them; thread-safe."""
+
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        cache_bytes: int = DEFAULT_CACHE_MB * MIB,
+        *,
+        repositories: int = DEFAULT_REPOSITORIES,
+        memo_entries: int = DEFAULT_MEMO_ENTRIES,
+        factory: Callable[[int], Repository] = generators.repository,
+    ) -> None:
+        for seed in seeds:
+            if not 0 <= seed <= MAX_SEED:
+                raise ValueError(f"seed {seed} is outside [0, 2^63)")
+        self.seeds = list(dict.fromkeys(seeds))
+        self._factory = factory
+        self._lock = threading.Lock()
+        # Bounded in bytes: the sum of len(content) of the cached files never exceeds cache_bytes.
+        self._content: LRUCache[tuple[int, str], bytes] = LRUCache(maxsize=max(cache_bytes, 0), getsizeof=len)
+        self._stats: LRUCache[tuple[int, str], Stat] = LRUCache(maxsize=max(memo_entries, 1))
+        self._repos: LRUCache[int, Repository] = LRUCache(maxsize=max(repositories, 1))
+        self._repo_flight: _InFlight[int, Repository] = _InFlight()
+        self._file_flight: _InFlight[tuple[int, str], bytes] = _InFlight()
+        self._generated = 0
+
+    # -- public API (mount paths) ----------------------------------------------------------------------
+    def stat(self, path: str) -> Stat:
+        parts = self._split(path)
+        if not parts:
+            return Stat(True, 0, 2 + len(self.seeds))
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        key = (seed, rel)
+        with self._lock:
+            known = self._stats.get(key)
+        if known is not None:
+            return known
+        repo = self._repository(seed)
+        node = self._guard(seed, rel, lambda: repo.lookup(rel))
+        if node.is_dir:
+            entries = self._guard(seed, rel, lambda: repo.list(rel))
+            stat = Stat(True, 0, 2 + sum(1 for e in entries if e.is_dir))
+        else:
+            # An exact st_size means the bytes: synthesise (and cache) them once, memo the size.
+            stat = Stat(False, len(self._file(seed, rel)), 1)
+        with self._lock:
+            self._stats[key] = stat
+        return stat
+
+    def listdir(self, path: str) -> list[tuple[str, bool]]:
+        parts = self._split(path)
+        if not parts:
+            return [(str(seed), True) for seed in self.seeds]
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        repo = self._repository(seed)
+        node = self._guard(seed, rel, lambda: repo.lookup(rel))
+        if not node.is_dir:
+            raise NotADirectoryError(path)
+        return [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
+
+    def read(self, path: str, size: int, offset: int) -> bytes:
+        """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
+        if size < 0 or offset < 0:
+            raise ValueError("negative size or offset")
+        parts = self._split(path)
+        if not parts:
+            raise IsADirectoryError(path)
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        if self.stat(path).is_dir:
+            raise IsADirectoryError(path)
+        content = self._file(seed, rel)
+        return content[offset : offset + size]
+
+    def cache_info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(
+                generated=self._generated,
+                content_bytes=int(self._content.currsize),
+                content_files=len(self._content),
+                memo_entries=len(self._stats),
+                repositories=len(self._repos),
+            )
+
+    # -- internals -------------------------------------------------------------------------------------
+    @staticmethod
+    def _split(path: str) -> list[str]:
+        parts = [p for p in path.split("/") if p]
+        if any(p in (".", "..") for p in parts):
+            raise FileNotFoundError(path)
+        return parts
+
+    @staticmethod
+    def _seed(name: str) -> int:
+        seed = seed_from_name(name)
+        if seed is None:
+            raise FileNotFoundError(name)
+        return seed
+
+    @staticmethod
+    def _guard(seed: int, rel: str, call: Callable[[], V]) -> V:
+        """PathNotFound becomes FileNotFoundError; any other failure of the generator a GenerationError."""
+        try:
+            return call()
+        except PathNotFound:
+            raise FileNotFoundError(f"{seed}/{rel}") from None
+        except Exception as exc:
+            raise GenerationError(seed, rel, exc) from exc
+
+    def _repository(self, seed: int) -> Repository:
+        with self._lock:
+            repo = self._repos.get(seed)
+        if repo is not None:
+            return repo
+
+        def build() -> Repository:
+            with self._lock:
+                cached = self._repos.get(seed)
+            if cached is not None:  # another leader finished between our miss and our turn
+                return cached
+            built = self._guard(seed, "", lambda: self._factory(seed))
+            with self._lock:
+                self._repos[seed] = built
+            return built
+
+        return self._repo_flight.run(seed, build)
+
+    def _file(self, seed: int, rel: str) -> bytes:
+        key = (seed, rel)
+        with self._lock:
+            content = self._content.get(key)
+        if content is not None:
+            return content
+
+        def synthesise() -> bytes:
+            with self._lock:
+                cached = self._content.get(key)
+            if cached is not None:
+                return cached
+            repo = self._repository(seed)
+            data = self._guard(seed, rel, lambda: repo.read(rel))
+            with self._lock:
+                self._generated += 1
+                self._stats[key] = Stat(False, len(data), 1)
+                if len(data) <= self._content.maxsize:  # a file larger than the whole cache is not kept
+                    self._content[key] = data
+            return data
+
+        return self._file_flight.run(key, synthesise)
