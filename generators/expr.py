@@ -321,9 +321,7 @@ class _Parser:
             self.expect(")")
             return inner
         if token.text == "{":
-            raise ExpressionError(
-                f"a table literal is only allowed inside lookup() (at position {token.pos})"
-            )
+            raise ExpressionError(f"a table literal is only allowed inside lookup() (at position {token.pos})")
         found = token.text or "end of expression"
         raise ExpressionError(f"unexpected {found!r} (at position {token.pos})")
 
@@ -473,9 +471,7 @@ def _check_node(node: Node, scope: Scope) -> None:
                 raise ExpressionError(f"unknown name {name!r}")
         case Unary(operand=operand):
             _check_node(operand, scope)
-        case Binary(op=op, left=left, right=right) if op in ("==", "!=") and _is_categorical_pair(
-            left, right, scope
-        ):
+        case Binary(op=op, left=left, right=right) if op in ("==", "!=") and _is_categorical_pair(left, right, scope):
             var, literal = (left, right) if isinstance(left, Name) else (right, left)
             assert isinstance(var, Name) and isinstance(literal, Str)
             if literal.value not in scope.categorical[var.id]:

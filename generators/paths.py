@@ -55,9 +55,7 @@ class Tree:
         template = spec.template
         self.placeholders = template.placeholders
         self.values = [self._placeholder_values(p) for p in self.placeholders]
-        self.texts = [
-            self._placeholder_texts(p, v) for p, v in zip(self.placeholders, self.values, strict=True)
-        ]
+        self.texts = [self._placeholder_texts(p, v) for p, v in zip(self.placeholders, self.values, strict=True)]
         self.radices = [len(v) for v in self.values]
         self.size = math.prod(self.radices)
         # Placeholder span and stride of every component; a component's local number is its own mixed radix.
@@ -69,9 +67,7 @@ class Tree:
         self.component_radix = [math.prod(self.radices[a:b]) for a, b in self.spans]
         for i, radix in enumerate(self.component_radix):
             if radix > MAX_COMPONENT_COMBINATIONS:
-                raise SpecError(
-                    f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations"
-                )
+                raise SpecError(f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations")
         self.component_stride = [math.prod(self.component_radix[i + 1 :]) for i in range(len(self.spans))]
         self.depth = len(self.spans)  # number of components; files live at this depth
         self.indices = self._sample(Stream(spec.seed, "tree"))
@@ -130,9 +126,7 @@ class Tree:
             for local in range(self.component_radix[component]):
                 text = self.component_name(component, local)
                 if text in names:
-                    raise SpecError(
-                        f"template.components[{component}]: two value combinations render as {text!r}"
-                    )
+                    raise SpecError(f"template.components[{component}]: two value combinations render as {text!r}")
                 names[text] = local
             self._name_cache[component] = names
         return names
@@ -184,9 +178,7 @@ class Tree:
             (self.indices[span[0] : span[1]] // self.component_stride[level]) % self.component_radix[level]
         )
         is_dir = level < self.depth - 1
-        return sorted(
-            (Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name
-        )
+        return sorted((Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name)
 
     def digits(self, number: int) -> list[int]:
         out = []

@@ -265,9 +265,7 @@ class _Reader:
     def text(self, key: str, *, pattern: re.Pattern[str] | None = None, empty: bool = False) -> str:
         return _text(self.get(key), self.at(key), pattern=pattern, empty=empty)
 
-    def texts(
-        self, key: str, *, pattern: re.Pattern[str] | None = None, empty: bool = True
-    ) -> tuple[str, ...]:
+    def texts(self, key: str, *, pattern: re.Pattern[str] | None = None, empty: bool = True) -> tuple[str, ...]:
         items = _list(self.get(key), self.at(key))
         return tuple(_text(v, f"{self.at(key)}[{i}]", pattern=pattern) for i, v in enumerate(items)) or (
             () if empty else _fail(f"{self.at(key)}: must not be empty")
@@ -354,9 +352,7 @@ def from_dict(data: object) -> Spec:
     top.unknown_keys(tuple(Spec.__dataclass_fields__))
     seed = top.integer("seed", 0, 2**63 - 1)
     ctx = top.child("context")
-    context = Context(
-        *(_one_line(ctx.text(k), ctx.at(k)) for k in ("field", "domain", "subdomain", "description"))
-    )
+    context = Context(*(_one_line(ctx.text(k), ctx.at(k)) for k in ("field", "domain", "subdomain", "description")))
     proj = top.child("project")
     desc = proj.child("description")
     description = Description(
@@ -479,15 +475,11 @@ def _variable(data: object, where: str) -> Variable:
     bounds_raw = _list(r.get("bounds"), r.at("bounds"))
     if len(bounds_raw) != 2:
         raise SpecError(f"{r.at('bounds')}: expected [low, high] (null for none)")
-    bounds = tuple(
-        None if b is None else _number(b, f"{r.at('bounds')}[{i}]") for i, b in enumerate(bounds_raw)
-    )
+    bounds = tuple(None if b is None else _number(b, f"{r.at('bounds')}[{i}]") for i, b in enumerate(bounds_raw))
     expression = r.get("expression")
     if expression is not None:
         expression = r.text("expression")
-    probs = tuple(
-        _number(p, f"{r.at('probs')}[{i}]") for i, p in enumerate(_list(r.get("probs"), r.at("probs")))
-    )
+    probs = tuple(_number(p, f"{r.at('probs')}[{i}]") for i, p in enumerate(_list(r.get("probs"), r.at("probs"))))
     return Variable(
         name=_one_line(r.text("name"), r.at("name")),
         column=r.text("column", pattern=COLUMN_RE),
@@ -530,9 +522,7 @@ def validate(spec: Spec) -> None:
     _require(p.min_files <= p.max_files, "params: min_files exceeds max_files")
     _require(p.rows_min <= p.rows_max, "params: rows_min exceeds rows_max")
     _require(p.files_alpha > 0 and p.files_beta > 0, "params: files_alpha and files_beta must be positive")
-    _require(
-        p.rows_sd >= 0 and 0 <= p.noise_fraction <= 10, "params: rows_sd and noise_fraction out of range"
-    )
+    _require(p.rows_sd >= 0 and 0 <= p.noise_fraction <= 10, "params: rows_sd and noise_fraction out of range")
     _validate_template(spec)
     _validate_variables(spec)
 
@@ -544,9 +534,7 @@ def _require(condition: bool, message: str) -> None:
 
 def _validate_template(spec: Spec) -> None:
     t = spec.template
-    _require(
-        2 <= len(t.components) <= 8, "template.components: needs 1 to 7 directory levels and a file name"
-    )
+    _require(2 <= len(t.components) <= 8, "template.components: needs 1 to 7 directory levels and a file name")
     _require(len(t.joiners) == len(t.components), "template.joiners: one joiner per component")
     for i, joiner in enumerate(t.joiners):
         _require(joiner in JOINERS, f"template.joiners[{i}]: {joiner!r} is not one of {JOINERS}")
@@ -558,9 +546,7 @@ def _validate_template(spec: Spec) -> None:
     for name in placeholders:
         _require(name not in seen, f"template: placeholder {name!r} appears more than once")
         seen.add(name)
-        _require(
-            name in SPECIAL_PLACEHOLDERS or name in path_columns, f"template: unknown placeholder {name!r}"
-        )
+        _require(name in SPECIAL_PLACEHOLDERS or name in path_columns, f"template: unknown placeholder {name!r}")
     _require(
         {v.column for v in spec.path_variables} <= seen,
         "path_variables: every path variable must be in the template",
@@ -622,9 +608,7 @@ def _validate_variables(spec: Spec) -> None:
     for i, variable in enumerate(spec.variables):
         where = f"variables[{i}]"
         _require(columns.count(variable.column) == 1, f"{where}.column: {variable.column!r} is used twice")
-        _require(
-            variable.column not in taken, f"{where}.column: {variable.column!r} is a reserved or path name"
-        )
+        _require(variable.column not in taken, f"{where}.column: {variable.column!r} is a reserved or path name")
         _require(variable.role in ROLES, f"{where}.role: {variable.role!r} is not one of {', '.join(ROLES)}")
         for check in _ROLE_CHECKS[variable.role]:
             check(spec, i, variable, where)
@@ -661,9 +645,7 @@ def _check_independent(spec: Spec, i: int, v: Variable, where: str) -> None:
     assert table is not None
     kind, params = v.distribution.kind, v.distribution.params
     _require(kind in table, f"{where}.distribution.kind: {kind!r} is not one of {', '.join(table)}")
-    _require(
-        set(params) == set(table[kind]), f"{where}.distribution.params: {kind} takes {', '.join(table[kind])}"
-    )
+    _require(set(params) == set(table[kind]), f"{where}.distribution.params: {kind} takes {', '.join(table[kind])}")
     problem = _distribution_problem(kind, params)
     _require(problem is None, f"{where}.distribution.params: {problem}")
 

@@ -104,9 +104,7 @@ def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) ->
                 env[name] = np.full(n, float(value))
             else:
                 categories = tuple(str(v) for v in variable.values)
-                env[name] = expr.Categorical(
-                    np.full(n, categories.index(str(value)), dtype=np.int64), categories
-                )
+                env[name] = expr.Categorical(np.full(n, categories.index(str(value)), dtype=np.int64), categories)
     return env
 
 

@@ -58,12 +58,8 @@ def main() -> None:
 
     print(f"{'measure':<44}{'value':>14}")
     print("-" * 58)
-    print(
-        f"{f'spec + tree per seed, p50 ({args.seeds} seeds)':<44}{percentile(spec_tree, 50) * 1e3:>11.2f} ms"
-    )
-    print(
-        f"{f'spec + tree per seed, p95 ({args.seeds} seeds)':<44}{percentile(spec_tree, 95) * 1e3:>11.2f} ms"
-    )
+    print(f"{f'spec + tree per seed, p50 ({args.seeds} seeds)':<44}{percentile(spec_tree, 50) * 1e3:>11.2f} ms")
+    print(f"{f'spec + tree per seed, p95 ({args.seeds} seeds)':<44}{percentile(spec_tree, 95) * 1e3:>11.2f} ms")
     print(f"{f'tree expansion, seed {largest[1]} ({len(paths)} files)':<44}{expand * 1e3:>11.2f} ms")
 
     # A typical file: 160 rows, 12 columns.

@@ -102,9 +102,7 @@ def evaluate_row(node: expr.Node, row: Mapping[str, Value]) -> float:
         return {"-": -inner, "+": inner, "not": float(inner == 0)}[node.op]
     if isinstance(node, expr.Binary):
         if node.op in ("==", "!=") and (isinstance(node.left, expr.Str) or isinstance(node.right, expr.Str)):
-            var, text = (
-                (node.left, node.right) if isinstance(node.left, expr.Name) else (node.right, node.left)
-            )
+            var, text = (node.left, node.right) if isinstance(node.left, expr.Name) else (node.right, node.left)
             assert isinstance(var, expr.Name) and isinstance(text, expr.Str)
             equal = row[var.id] == text.value
             return float(equal if node.op == "==" else not equal)

@@ -54,9 +54,7 @@ def test_diversity_over_a_thousand_seeds() -> None:
     assert {s.template.date_format for s in all_specs} == set(DATE_FORMATS)
     levels = collections.Counter(len(s.template.components) - 1 for s in all_specs)
     assert set(levels) <= {1, 2, 3, 4} and {2, 3, 4} <= set(levels)
-    readme = collections.Counter(
-        (s.readme.present, s.readme.show_title, s.readme.show_abstract) for s in all_specs
-    )
+    readme = collections.Counter((s.readme.present, s.readme.show_title, s.readme.show_abstract) for s in all_specs)
     assert 0.4 < sum(n for k, n in readme.items() if k[0]) / 1000 < 0.6
 
 

@@ -88,9 +88,7 @@ def test_json_layouts_equal_the_standard_library(seed: int) -> None:
     table = repo(seed).table(repo(seed).tree.file_paths[0])
     records = json.loads(encode(table, "json"))
     assert encode(table, "json").decode() == json.dumps(records, indent=2, ensure_ascii=False) + "\n"
-    assert encode(table, "jsonl").decode() == "".join(
-        json.dumps(r, ensure_ascii=False) + "\n" for r in records
-    )
+    assert encode(table, "jsonl").decode() == "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def test_numbers_read_the_same_in_every_format() -> None:

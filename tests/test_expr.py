@@ -143,9 +143,7 @@ finite = st.floats(min_value=-50, max_value=50, allow_nan=False, allow_infinity=
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    expressions, st.lists(st.tuples(finite, finite, finite, st.sampled_from("abc")), min_size=1, max_size=6)
-)
+@given(expressions, st.lists(st.tuples(finite, finite, finite, st.sampled_from("abc")), min_size=1, max_size=6))
 def test_vectorised_equals_scalar_reference(text: str, rows: list[tuple[float, float, float, str]]) -> None:
     tree = expr.check(text, SCOPE)
     env = {

@@ -28,9 +28,7 @@ def _dependent_index(data: dict[str, Any]) -> int:
 
 
 def _independent_index(data: dict[str, Any], kind: str) -> int:
-    return next(
-        i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == kind
-    )
+    return next(i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == kind)
 
 
 Mutation = Callable[[dict[str, Any]], None]
@@ -57,9 +55,7 @@ HOSTILE: list[tuple[str, Mutation, str]] = [
     ),
     (
         "expression uses later column",
-        lambda d: d["variables"][_dependent_index(d)].update(
-            expression=d["variables"][-1]["column"] + " + 1"
-        ),
+        lambda d: d["variables"][_dependent_index(d)].update(expression=d["variables"][-1]["column"] + " + 1"),
         "expression",
     ),
     ("nan number", lambda d: d["variables"][_dependent_index(d)].update(noise_sd=float("nan")), "noise_sd"),

@@ -71,9 +71,7 @@ def build_spec(seed: int, params: Params | None = None) -> Spec:
     start = date(2015, 1, 1) + timedelta(days=rs.child("start").randint(0, 3650))
 
     placement = rs.child("template")
-    specials = [
-        s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)
-    ]
+    specials = [s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)]
     sizes = _component_sizes(placement)
     total = sum(sizes)
     specials = specials[: max(0, total - 1)]  # at least one experimental condition in every path
@@ -162,9 +160,7 @@ def _path_variable(condition: dict[str, Any], rs: Stream) -> PathVariable:
     picked = [values[i] for i in chosen]
     typed: tuple[str, ...] | tuple[float, ...]
     typed = tuple(str(v) for v in picked) if isinstance(picked[0], str) else tuple(float(v) for v in picked)
-    return PathVariable(
-        condition["name"], condition["column"], condition["description"], condition["unit"], typed
-    )
+    return PathVariable(condition["name"], condition["column"], condition["description"], condition["unit"], typed)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
@@ -172,9 +168,7 @@ def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
     style = rs.randint(0, 3)
     out: list[str] = []
     for first, last in zip(rs.sample(pool["first"], k), rs.sample(pool["last"], k), strict=True):
-        out.append(
-            (f"{first[0]}{last}".lower(), last.lower(), f"{first[0]}{last}", f"{first}.{last}".lower())[style]
-        )
+        out.append((f"{first[0]}{last}".lower(), last.lower(), f"{first[0]}{last}", f"{first}.{last}".lower())[style])
     return tuple(dict.fromkeys(out))  # distinct, order kept
 
 
@@ -278,9 +272,7 @@ class _Reference:
             days = [float((date.fromisoformat(d) - start).days) for d in spec.dates]
             self._numeric("date", "the measurement date", np.array(days)[rs.integers(0, len(days), self.n)])
         if "seq_number" in placeholders:
-            self._numeric(
-                "seq_number", "the run number", rs.integers(1, spec.seq_count + 1, self.n).astype(float)
-            )
+            self._numeric("seq_number", "the run number", rs.integers(1, spec.seq_count + 1, self.n).astype(float))
         for pv in spec.path_variables:
             if pv.numeric:
                 values = np.array(pv.values, dtype=np.float64)
@@ -303,9 +295,7 @@ class _Reference:
         if variable.role == "identifier":
             return
         if variable.role == "datetime":
-            self._numeric(
-                variable.column, "time since the study start", self.rs.uniform_range(0.0, 365.0, self.n)
-            )
+            self._numeric(variable.column, "time since the study start", self.rs.uniform_range(0.0, 365.0, self.n))
         elif variable.type == "categorical":
             codes = self.rs.categorical(np.asarray(variable.probs), self.n)
             self.env[variable.column] = expr.Categorical(codes, variable.categories)
@@ -315,9 +305,7 @@ class _Reference:
             self._numeric(variable.column, variable.name, values)
         else:
             assert variable.expression is not None
-            values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(
-                0, variable.noise_sd, self.n
-            )
+            values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(0, variable.noise_sd, self.n)
             low, high = variable.bounds
             self._numeric(
                 variable.column,
@@ -339,9 +327,7 @@ def _signed(value: float, body: str) -> str:
     return f" - {_num(-value)}{body}" if value < 0 else f" + {_num(value)}{body}"
 
 
-def _dependent(
-    outcome: dict[str, Any], reference: _Reference, spec: Spec, rs: Stream
-) -> tuple[Variable, list[_Term]]:
+def _dependent(outcome: dict[str, Any], reference: _Reference, spec: Spec, rs: Stream) -> tuple[Variable, list[_Term]]:
     center, spread = float(outcome["center"]), float(outcome["spread"])
     low = None if outcome["min"] is None else float(outcome["min"])
     high = None if outcome["max"] is None else float(outcome["max"])
@@ -391,9 +377,7 @@ def _term(source: _Input, spread: float, rs: Stream) -> _Term:
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
         return _Term(source.label, f" + lookup({source.name}, {{{table}}})", 0, "categorical")
     x, m, s = source.name, source.mean, source.sd
-    shape = rs.pick_weighted(
-        ("linear", "saturating", "threshold", "decay", "optimum", "log"), (4, 2, 1.5, 1, 1, 1)
-    )
+    shape = rs.pick_weighted(("linear", "saturating", "threshold", "decay", "optimum", "log"), (4, 2, 1.5, 1, 1, 1))
     positive = source.low >= 0 and m > 0
     if shape == "saturating" and positive:
         amplitude = sign * 2.5 * weight
@@ -405,9 +389,7 @@ def _term(source: _Input, spread: float, rs: Stream) -> _Term:
         amplitude = sign * 1.5 * weight
         return _Term(source.label, _signed(amplitude, f"*log1p({x}/{_num(m)})"), sign, "logarithmic")
     if shape == "threshold":
-        return _Term(
-            source.label, _signed(sign * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)"), sign, "threshold"
-        )
+        return _Term(source.label, _signed(sign * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)"), sign, "threshold")
     if shape == "optimum":
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).
         bump = f"*exp(-0.5*(({x} - {_num(m)})/{_num(s)})**2)"

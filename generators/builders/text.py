@@ -117,18 +117,14 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     slug_words = re.findall(r"[a-z0-9]+", f"{outcomes[0].column} {a}".lower())[:5]
     repo_name = "-".join([*slug_words, year])
 
-    hypotheses = tuple(_hypothesis(spec.variable(t.outcome), t) for t in terms) or (
-        f"{_cap(y)} varies with {a}.",
-    )
+    hypotheses = tuple(_hypothesis(spec.variable(t.outcome), t) for t in terms) or (f"{_cap(y)} varies with {a}.",)
 
     placeholders = spec.template.placeholders
     confounders = []
     if "researcher" in placeholders:
         confounders.append("Systematic differences between the researchers who ran the sessions.")
     if "date" in placeholders:
-        confounders.append(
-            "Day-to-day drift in instruments and ambient conditions between measurement dates."
-        )
+        confounders.append("Day-to-day drift in instruments and ambient conditions between measurement dates.")
     if "seq_number" in placeholders:
         confounders.append("Order effects across consecutive runs (fatigue, reagent ageing, warm-up).")
     unused = [v.name for v in covariates if v.name not in {t.source for t in terms}]
