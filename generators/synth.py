@@ -1,8 +1,9 @@
 """Table synthesis: the rows of one data file, from the spec, the file's placeholder values and its stream.
 
 Every column is drawn with whole-array operations; the only Python loops run over columns. Continuous
-values are rounded to ``params.sig_digits`` significant digits *before* anything else sees them, so the
-table in memory is exactly what any encoder writes and any parser reads back.
+values are written with ``params.sig_digits`` significant digits (``%.6g``) and read back from that text
+*before* anything else sees them, so the table in memory is exactly what any encoder writes and any parser
+reads back.
 """
 
 from __future__ import annotations
@@ -55,21 +56,6 @@ class Table:
             if column.name == name:
                 return column
         raise KeyError(name)
-
-
-def round_sig(values: FloatArray, digits: int) -> FloatArray:
-    """Round to ``digits`` significant digits; the result is the double nearest to the decimal."""
-    magnitude = np.abs(values)
-    safe = np.where((magnitude > 0) & np.isfinite(magnitude), magnitude, 1.0)
-    shift = digits - 1 - np.floor(np.log10(safe)).astype(np.int64)
-    out = np.empty_like(values)
-    up = shift >= 0
-    # Divide by or multiply with an exact power of ten so the result is correctly rounded.
-    scale_up = 10.0 ** shift[up]
-    out[up] = np.round(values[up] * scale_up) / scale_up
-    scale_down = 10.0 ** (-shift[~up])
-    out[~up] = np.round(values[~up] / scale_down) * scale_down
-    return out + 0.0  # turns -0.0 into 0.0
 
 
 def days_since(iso_day: str, start: str) -> float:
@@ -139,7 +125,7 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
     n = n_rows(spec, stream) if rows is None else rows
     env = placeholder_env(spec, values, n)
     columns: list[Column] = []
-    digits = spec.params.sig_digits
+    number_format = f"%.{spec.params.sig_digits}g"
     for variable in spec.variables:
         sub = stream.child(variable.column)
         if variable.role == "identifier":
@@ -169,10 +155,13 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
                 raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
             low, high = variable.bounds
             raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
-            raw = np.clip(raw, -1e15 if low is None else low, 1e15 if high is None else high)
-            rounded = round_sig(raw, digits)
+            raw = np.clip(raw, -1e15 if low is None else low, 1e15 if high is None else high) + 0.0  # no -0.0
+            # The text is the value to `digits` significant figures; the value is that text parsed back, so
+            # what every encoder writes and what the statistics see are the same double by construction.
+            text = list(map(number_format.__mod__, raw.tolist()))
+            rounded = np.array(text, dtype=np.float64)
             env[variable.column] = rounded
-            columns.append(Column(variable.column, "continuous", rounded, list(map(repr, rounded.tolist()))))
+            columns.append(Column(variable.column, "continuous", rounded, text))
     return Table(tuple(columns), n)
 
 
