@@ -12,7 +12,7 @@ fi
 echo "== ls $MNT | head -5 (the seeds given)"
 ls "$MNT" | head -5
 echo "== ls $MNT/118/"
-ls "$MNT/118/"
+ls -C "$MNT/118/"
 echo "== find $MNT/118 -type f | wc -l"
 find "$MNT/118" -type f | wc -l
 file=$(find "$MNT/118" -type f -name '*.*' ! -name README.md | LC_ALL=C sort | head -1)
