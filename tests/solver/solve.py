@@ -1,0 +1,532 @@
+"""Answer an sgfs question from an exported repository and the question's structured ``query``.
+
+Independent of the generator: this module reads only the files under the exported directory
+(via :mod:`reader`) and the record's ``query``, and follows the contract of docs/questions.md.
+Statistics are computed here with exact-sum arithmetic (``math.fsum``) and scipy distributions.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from .reader import EXTENSIONS, Columns, column_is_numeric, parse_number, read_raw
+
+NOT_POSSIBLE = "not possible"
+Answer = str | int | float
+Result = tuple[Answer, str | None]
+
+MIN_ROWS: dict[str, int] = {
+    "mean": 1,
+    "median": 1,
+    "min": 1,
+    "max": 1,
+    "sum": 1,
+    "std": 2,
+    "variance": 2,
+    "pearson": 3,
+    "spearman": 3,
+    "chi2": 1,
+    "welch": 2,
+}
+
+
+class Unanswerable(Exception):
+    """The data cannot answer the question; ``reason`` is one of the documented reasons."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    """Counters of solver-side observations worth reporting (e.g. ambiguous path parses)."""
+
+    ambiguous_paths: list[str] = field(default_factory=list)
+
+
+STATS = Stats()
+
+
+# --------------------------------------------------------------------------------------------
+# Repository files
+
+
+@functools.cache
+def read_cached(path: Path) -> Columns:
+    """:func:`reader.read_raw`, once per file (exported repositories do not change)."""
+    return read_raw(path)
+
+
+def data_files(repo_dir: Path) -> list[str]:
+    """Every data file path (relative, ``/``-separated), sorted; the root README is not one."""
+    return list(_data_files(repo_dir))
+
+
+@functools.cache
+def _data_files(repo_dir: Path) -> tuple[str, ...]:
+    out: list[str] = []
+    for p in repo_dir.rglob("*"):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(repo_dir).as_posix()
+        if rel == "README.md":
+            continue
+        if p.suffix.lstrip(".") in EXTENSIONS:
+            out.append(rel)
+    return tuple(sorted(out))
+
+
+def readme_text(repo_dir: Path) -> str:
+    readme = repo_dir / "README.md"
+    if not readme.is_file():
+        raise Unanswerable("no_readme")
+    return readme.read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# Path conditions
+
+
+def _parses(
+    component: str, names: Sequence[str], joiner: str, rendered: dict[str, list[str]]
+) -> Iterator[dict[str, str]]:
+    """Every way to read ``component`` as the rendered texts of ``names`` joined by ``joiner``."""
+    if not names:
+        if component == "":
+            yield {}
+        return
+    name, rest = names[0], names[1:]
+    for text in rendered.get(name, []):
+        if not component.startswith(text):
+            continue
+        tail = component[len(text) :]
+        if rest:
+            if not tail.startswith(joiner):
+                continue
+            tail = tail[len(joiner) :]
+        for sub in _parses(tail, rest, joiner, rendered):
+            if name in sub and sub[name] != text:
+                continue
+            yield {name: text, **sub}
+
+
+def layout_regex(layout: dict[str, Any]) -> re.Pattern[str]:
+    """A full-path regex for ``layout``: every rendered text escaped, one alternation per placeholder."""
+    components: list[list[str]] = layout["components"]
+    joiners: list[str] = layout["joiners"]
+    rendered: dict[str, list[str]] = layout["rendered"]
+    parts: list[str] = []
+    for names, joiner in zip(components, joiners, strict=True):
+        alts = []
+        for name in names:
+            texts = sorted(rendered[name], key=lambda t: (-len(t), t))
+            alts.append("(?:" + "|".join(re.escape(t) for t in texts) + ")")
+        parts.append(re.escape(joiner).join(alts))
+    return re.compile("/".join(parts) + re.escape("." + layout["extension"]))
+
+
+def path_values(path: str, layout: dict[str, Any]) -> list[dict[str, str]]:
+    """All readings of ``path`` under ``layout`` as placeholder -> rendered text (empty: no match)."""
+    ext = "." + layout["extension"]
+    if not path.endswith(ext):
+        return []
+    comps = path[: -len(ext)].split("/")
+    components: list[list[str]] = layout["components"]
+    joiners: list[str] = layout["joiners"]
+    if len(comps) != len(components):
+        return []
+    readings: list[dict[str, str]] = [{}]
+    for comp, names, joiner in zip(comps, components, joiners, strict=True):
+        nxt: list[dict[str, str]] = []
+        for sub in _parses(comp, names, joiner, layout["rendered"]):
+            for prev in readings:
+                if any(k in prev and prev[k] != v for k, v in sub.items()):
+                    continue
+                nxt.append({**prev, **sub})
+        readings = nxt
+        if not readings:
+            return []
+    unique = {tuple(sorted(r.items())) for r in readings}
+    if len(unique) > 1:
+        STATS.ambiguous_paths.append(path)
+    return [dict(u) for u in sorted(unique)]
+
+
+def meets_path_conditions(values: dict[str, str], conditions: Sequence[dict[str, Any]]) -> bool:
+    for cond in conditions:
+        got = values.get(cond["variable"])
+        if got is None:
+            return False
+        if cond["op"] == "eq":
+            if got != cond["value"]:
+                return False
+        elif cond["op"] == "in":
+            if got not in cond["values"]:
+                return False
+        else:
+            raise ValueError(f"unknown path condition op {cond['op']!r}")
+    return True
+
+
+def select_files(repo_dir: Path, query: dict[str, Any]) -> list[str]:
+    """The data files meeting the query's path conditions (every reading is checked)."""
+    conditions = query["path_conditions"]
+    readings = _all_readings(repo_dir, json.dumps(query["layout"], sort_keys=True))
+    return [path for path, rs in readings if any(meets_path_conditions(r, conditions) for r in rs)]
+
+
+@functools.cache
+def _all_readings(repo_dir: Path, layout_json: str) -> tuple[tuple[str, list[dict[str, str]]], ...]:
+    """Every data file with its readings under a layout (given as canonical JSON, for caching)."""
+    layout = json.loads(layout_json)
+    regex = layout_regex(layout)
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    for path in data_files(repo_dir):
+        readings = path_values(path, layout)
+        # The regex and the exhaustive parser must agree on which paths follow the layout.
+        assert (regex.fullmatch(path) is not None) == bool(readings), path
+        out.append((path, readings))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Rows
+
+
+@dataclass
+class Table:
+    """Pooled rows of one or more files: column name -> cell texts."""
+
+    columns: Columns
+    n_rows: int
+
+    @classmethod
+    def pool(cls, tables: Sequence[Columns]) -> Table:
+        names: list[str] = []
+        for t in tables:
+            for name in t:
+                if name not in names:
+                    names.append(name)
+        pooled: Columns = {name: [] for name in names}
+        total = 0
+        for t in tables:
+            n = max((len(v) for v in t.values()), default=0)
+            for name in names:
+                values = t.get(name)
+                if values is None:
+                    if n:
+                        raise ValueError(f"column {name!r} missing from a non-empty file")
+                    continue
+                pooled[name].extend(values)
+            total += n
+        return cls(pooled, total)
+
+    def column(self, name: str) -> list[str]:
+        if name not in self.columns:
+            raise KeyError(f"no column {name!r}")
+        return self.columns[name]
+
+    def is_numeric(self, name: str) -> bool:
+        return column_is_numeric(self.column(name))
+
+
+def _row_predicate(table: Table, cond: dict[str, Any]) -> Callable[[int], bool]:
+    texts = table.column(cond["column"])
+    op = cond["op"]
+    if op in ("eq", "in"):
+        allowed = {cond["value"]} if op == "eq" else set(cond["values"])
+        return lambda i: texts[i] in allowed
+    nums = [parse_number(t) for t in texts]  # raises on a text column: not a documented query
+    if op == "gt":
+        return lambda i: nums[i] > cond["value"]
+    if op == "lt":
+        return lambda i: nums[i] < cond["value"]
+    if op == "ge":
+        return lambda i: nums[i] >= cond["value"]
+    if op == "le":
+        return lambda i: nums[i] <= cond["value"]
+    if op == "between":
+        return lambda i: cond["low"] <= nums[i] <= cond["high"]
+    raise ValueError(f"unknown row condition op {op!r}")
+
+
+def selected_rows(table: Table, conditions: Sequence[dict[str, Any]]) -> list[int]:
+    preds = [_row_predicate(table, c) for c in conditions]
+    return [i for i in range(table.n_rows) if all(p(i) for p in preds)]
+
+
+def load_single(repo_dir: Path, path: str) -> Table:
+    file = repo_dir / path
+    if path == "README.md" or not file.is_file():
+        raise Unanswerable("no_file")
+    return Table.pool([read_cached(file)])
+
+
+def load_selection(repo_dir: Path, query: dict[str, Any]) -> Table:
+    """The pooled table the query is about: one file (``path``) or the files meeting path conditions."""
+    if "path" in query:
+        return load_single(repo_dir, query["path"])
+    if "path_conditions" in query:
+        files = select_files(repo_dir, query)
+    elif "prefix" in query:
+        files = [p for p in data_files(repo_dir) if p.startswith(query["prefix"] + "/")]
+    else:
+        files = data_files(repo_dir)
+    if not files:
+        raise Unanswerable("no_file")
+    return Table.pool([read_cached(repo_dir / f) for f in files])
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+
+
+def _mean(x: Sequence[float]) -> float:
+    return math.fsum(x) / len(x)
+
+
+def _variance(x: Sequence[float]) -> float:
+    m = _mean(x)
+    return math.fsum((v - m) ** 2 for v in x) / (len(x) - 1)
+
+
+def _median(x: Sequence[float]) -> float:
+    s = sorted(x)
+    n = len(s)
+    if n % 2:
+        return s[n // 2]
+    return (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def univariate(statistic: str, x: Sequence[int | float]) -> float:
+    if statistic == "mean":
+        return _mean(x)
+    if statistic == "median":
+        return _median(x)
+    if statistic == "std":
+        return math.sqrt(_variance(x))
+    if statistic == "variance":
+        return _variance(x)
+    if statistic == "min":
+        return min(x)
+    if statistic == "max":
+        return max(x)
+    if statistic == "sum":
+        return math.fsum(x) if any(isinstance(v, float) for v in x) else sum(x)
+    raise ValueError(f"unknown statistic {statistic!r}")
+
+
+def pearson_r(x: Sequence[float], y: Sequence[float]) -> float:
+    mx, my = _mean(x), _mean(y)
+    dx = [v - mx for v in x]
+    dy = [v - my for v in y]
+    sxy = math.fsum(a * b for a, b in zip(dx, dy, strict=True))
+    sxx = math.fsum(a * a for a in dx)
+    syy = math.fsum(b * b for b in dy)
+    r = sxy / math.sqrt(sxx * syy)
+    return max(-1.0, min(1.0, r))
+
+
+def average_ranks(x: Sequence[float]) -> list[float]:
+    """Ranks 1..n, ties given their average rank."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    ranks = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        avg = (i + j) / 2 + 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = avg
+        i = j + 1
+    return ranks
+
+
+def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
+    return pearson_r(average_ranks(x), average_ranks(y))
+
+
+def contingency(a: Sequence[str], b: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    rows = sorted(set(a))
+    cols = sorted(set(b))
+    ri = {v: i for i, v in enumerate(rows)}
+    ci = {v: i for i, v in enumerate(cols)}
+    table = np.zeros((len(rows), len(cols)))
+    for u, v in zip(a, b, strict=True):
+        table[ri[u], ci[v]] += 1
+    return table
+
+
+def chi2_statistic(a: Sequence[str], b: Sequence[str]) -> tuple[float, int]:
+    """Pearson's chi-square of independence (no continuity correction) and its degrees of freedom."""
+    obs = contingency(a, b)
+    n = obs.sum()
+    expected = np.outer(obs.sum(axis=1), obs.sum(axis=0)) / n
+    stat = math.fsum(((obs - expected) ** 2 / expected).ravel().tolist())
+    dof = (obs.shape[0] - 1) * (obs.shape[1] - 1)
+    return stat, dof
+
+
+def correlation_p(r: float, n: int) -> float:
+    """Two-sided p-value of zero correlation, t distribution with n - 2 degrees of freedom."""
+    if abs(r) >= 1.0:
+        return 0.0
+    t = r * math.sqrt((n - 2) / (1.0 - r * r))
+    return float(2 * sps.t.sf(abs(t), n - 2))
+
+
+def welch_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided p-value of Welch's two-sample t-test."""
+    nx, ny = len(x), len(y)
+    vx, vy = _variance(x) / nx, _variance(y) / ny
+    t = (_mean(x) - _mean(y)) / math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx**2 / (nx - 1) + vy**2 / (ny - 1))
+    return float(2 * sps.t.sf(abs(t), df))
+
+
+# --------------------------------------------------------------------------------------------
+# Question types
+
+
+def _count(n: int, reason: str) -> Result:
+    if n == 0:
+        raise Unanswerable(reason)
+    return n, None
+
+
+def _numeric(table: Table, name: str) -> bool:
+    return table.is_numeric(name)
+
+
+def _values(table: Table, name: str, rows: Sequence[int]) -> list[int | float]:
+    texts = table.column(name)
+    return [parse_number(texts[i]) for i in rows]
+
+
+def _texts(table: Table, name: str, rows: Sequence[int]) -> list[str]:
+    texts = table.column(name)
+    return [texts[i] for i in rows]
+
+
+def _univariate_answer(table: Table, query: dict[str, Any]) -> Result:
+    column, statistic = query["column"], query["statistic"]
+    if not _numeric(table, column):
+        raise Unanswerable("undefined_statistic")
+    rows = selected_rows(table, query.get("row_conditions") or [])
+    if not rows:
+        raise Unanswerable("no_row")
+    if len(rows) < MIN_ROWS[statistic]:
+        raise Unanswerable("too_few_rows")
+    return univariate(statistic, _values(table, column, rows)), None
+
+
+def _bivariate(table: Table, query: dict[str, Any], kind: str) -> tuple[float, float | None]:
+    """(statistic, p-value or None) of a bivariate statistic or test ``kind``."""
+    a, b = query["columns"]
+    conditions = query.get("row_conditions") or []
+    if kind in ("pearson", "spearman"):
+        if not (_numeric(table, a) and _numeric(table, b)):
+            raise Unanswerable("undefined_statistic")
+        rows = selected_rows(table, conditions)
+        if not rows:
+            raise Unanswerable("no_row")
+        if len(rows) < MIN_ROWS[kind]:
+            raise Unanswerable("too_few_rows")
+        x, y = _values(table, a, rows), _values(table, b, rows)
+        if len(set(x)) < 2 or len(set(y)) < 2:
+            raise Unanswerable("constant_input")
+        r = pearson_r(x, y) if kind == "pearson" else spearman_rho(x, y)
+        return r, correlation_p(r, len(rows))
+    if kind == "chi2":
+        if _numeric(table, a) or _numeric(table, b):
+            raise Unanswerable("undefined_statistic")
+        rows = selected_rows(table, conditions)
+        if not rows:
+            raise Unanswerable("no_row")
+        ta, tb = _texts(table, a, rows), _texts(table, b, rows)
+        # "each column needs at least two observed values": a column with one observed value is
+        # constant over the selected rows, which is `constant_input` (the test's input is constant).
+        if len(set(ta)) < 2 or len(set(tb)) < 2:
+            raise Unanswerable("constant_input")
+        stat, dof = chi2_statistic(ta, tb)
+        return stat, float(sps.chi2.sf(stat, dof))
+    if kind == "welch":
+        if _numeric(table, a) or not _numeric(table, b):
+            raise Unanswerable("undefined_statistic")
+        # docs/questions.md names "groups" next to the test; the generator nests it in "test".
+        groups = query.get("groups") or query.get("test", {}).get("groups")
+        g1, g2 = groups
+        rows = selected_rows(table, conditions)
+        if not rows:
+            raise Unanswerable("no_row")
+        labels = table.column(a)
+        x = _values(table, b, [i for i in rows if labels[i] == g1])
+        y = _values(table, b, [i for i in rows if labels[i] == g2])
+        if len(x) < 2 or len(y) < 2:
+            raise Unanswerable("too_few_rows")
+        if len(set(x)) < 2 and len(set(y)) < 2:
+            raise Unanswerable("constant_input")
+        return math.nan, welch_p(x, y)
+    raise ValueError(f"unknown bivariate kind {kind!r}")
+
+
+def _solve(query: dict[str, Any], repo_dir: Path) -> Result:
+    qtype = query["type"]
+    if qtype == "readme":
+        return ("yes" if (repo_dir / "README.md").is_file() else "no"), None
+    if qtype == "title":
+        if query["title"] not in readme_text(repo_dir):
+            raise Unanswerable("title_not_in_readme")
+        return query["title"], None
+    if qtype == "abstract":
+        if query["first_sentence"] not in readme_text(repo_dir):
+            raise Unanswerable("abstract_not_in_readme")
+        return query["first_sentence"], None
+    if qtype == "extension":
+        exts = Counter(p.rsplit(".", 1)[-1] for p in data_files(repo_dir))
+        if len(exts) != 1:
+            raise ValueError(f"expected one data file extension, found {dict(exts)}")
+        return next(iter(exts)), None
+    if qtype == "prefix":
+        prefix = query["prefix"] + "/"
+        return _count(sum(1 for p in data_files(repo_dir) if p.startswith(prefix)), "no_file")
+    if qtype == "condition":
+        return _count(len(select_files(repo_dir, query)), "no_file")
+    if qtype == "count_rows":
+        table = load_selection(repo_dir, query)
+        return _count(len(selected_rows(table, query.get("row_conditions") or [])), "no_row")
+    if qtype in ("univariate_single_file", "univariate_condition"):
+        return _univariate_answer(load_selection(repo_dir, query), query)
+    if qtype == "bivariate_statistic":
+        stat, _ = _bivariate(load_selection(repo_dir, query), query, query["statistic"])
+        return stat, None
+    if qtype == "bivariate_hypothesis":
+        test = query["test"]
+        _, p = _bivariate(load_selection(repo_dir, query), query, test["name"])
+        assert p is not None
+        return ("yes" if p < test["alpha"] else "no"), None
+    raise ValueError(f"unknown question type {qtype!r}")
+
+
+def solve(record: dict[str, Any], repo_dir: Path) -> Result:
+    """(answer, unanswerable reason) for a question record, from the exported repository only.
+
+    The answer is ``"not possible"`` exactly when the reason is not ``None``.
+    """
+    try:
+        return _solve(record["query"], repo_dir)
+    except Unanswerable as exc:
+        return NOT_POSSIBLE, exc.reason
