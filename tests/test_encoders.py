@@ -50,9 +50,9 @@ def parse(content: bytes, extension: str) -> pd.DataFrame:
     if extension == "txt":
         return pd.read_csv(stream, sep="\t", **options)
     if extension == "json":
-        return pd.read_json(stream, orient="records", convert_dates=False, dtype=False, precise_float=True)
+        return pd.read_json(stream, orient="records", dtype=False, precise_float=True)
     if extension == "jsonl":
-        return pd.read_json(stream, lines=True, convert_dates=False, dtype=False, precise_float=True)
+        return pd.read_json(stream, lines=True, dtype=False, precise_float=True)
     if extension == "xlsx":
         return pd.read_excel(stream, **options)
     if extension == "log":
