@@ -139,16 +139,12 @@ Node = Num | Str | Name | Unary | Binary | Call | Lookup
 # --------------------------------------------------------------------------------------------------
 # Tokenizer
 # --------------------------------------------------------------------------------------------------
+# Whitespace, then one of: number, quoted string, name, operator (one group each, in this order).
 _TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<str>"[^"\\\n]*"|'[^'\\\n]*')
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>\*\*|<=|>=|==|!=|[-+*/%<>(),{}:])
-    """,
-    re.VERBOSE,
+    r"""\s*(?:((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)|("[^"\\\n]*"|'[^'\\\n]*')|([A-Za-z_][A-Za-z0-9_]*)"""
+    r"""|(\*\*|<=|>=|==|!=|[-+*/%<>(),{}:]))"""
 )
+_KINDS = ("num", "str", "name", "op")
 
 
 class _Token(NamedTuple):
@@ -175,10 +171,12 @@ def _tokenize(text: str) -> list[_Token]:
         if match.start() != pos:
             break
         pos = match.end()
-        kind = match.lastgroup or ""
-        if kind != "ws":
-            tokens.append(_Token(kind, match.group(), match.start()))
-    if pos != len(text):
+        for kind, group in zip(_KINDS, match.groups(), strict=True):
+            if group is not None:
+                tokens.append(_Token(kind, group, pos - len(group)))
+                break
+    if pos < len(text.rstrip()):
+        pos += len(text[pos:]) - len(text[pos:].lstrip())  # the offending character, not the space before it
         char = text[pos]
         reason = _BAD_CHARACTER.get(char, f"unexpected character {char!r}")
         raise ExpressionError(f"{reason} (at position {pos})")
