@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,8 +46,8 @@ def shell_seconds(command: str) -> float:
     return time.perf_counter() - start
 
 
-def best(func: Callable[[T], float], arg: T, repeat: int = 3) -> float:
-    return min(func(arg) for _ in range(repeat))
+def median_of(func: Callable[[T], float], arg: T, repeat: int = 3) -> float:
+    return statistics.median(func(arg) for _ in range(repeat))
 
 
 def cat_all(root: Path) -> float:
@@ -108,6 +109,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="auto", help="seed list (1-3,118) or 'auto'")
     parser.add_argument("--cache-mb", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measure (cold: fresh mounts); median")
     args = parser.parse_args()
     seeds = auto_seeds() if args.seeds == "auto" else parse_seed_list(args.seeds)
     generators.repository(0)  # load data files once, as the long-running daemon has
@@ -120,19 +122,27 @@ def main() -> None:
             local = work / "export" / str(seed)
             sgfs("export", seed, local, "--quiet")
             size = sum(p.stat().st_size for p in local.rglob("*") if p.is_file())
-            synth = best(synthesis_alone, seed, 2)
+            synth = median_of(synthesis_alone, seed, args.repeat)
             rows[seed] = Row(seed, repo.spec.extension, len(repo.file_paths()), size / 1e6, synth)
-            rows[seed].native_cat = best(cat_all, local)
-            rows[seed].native_ls = best(ls_all, local)
-        # Two fresh mounts, so that both `cat` and `ls -lR` meet cold repositories.
-        with mounted(work / "mnt-cat", seeds, args.cache_mb) as mnt:
-            for seed in seeds:
-                rows[seed].cold_cat = cat_all(mnt / str(seed))
-                rows[seed].warm_cat = best(cat_all, mnt / str(seed))
-        with mounted(work / "mnt-ls", seeds, args.cache_mb) as mnt:
-            for seed in seeds:
-                rows[seed].cold_ls = ls_all(mnt / str(seed))
-                rows[seed].warm_ls = best(ls_all, mnt / str(seed))
+            rows[seed].native_cat = median_of(cat_all, local)
+            rows[seed].native_ls = median_of(ls_all, local)
+        # Cold figures need a fresh mount each time: the median over --repeat fresh mounts per measure.
+        cold_cat: dict[int, list[float]] = {s: [] for s in seeds}
+        cold_ls: dict[int, list[float]] = {s: [] for s in seeds}
+        for attempt in range(args.repeat):
+            with mounted(work / f"mnt-cat-{attempt}", seeds, args.cache_mb) as mnt:
+                for seed in seeds:
+                    cold_cat[seed].append(cat_all(mnt / str(seed)))
+                    if attempt == 0:
+                        rows[seed].warm_cat = median_of(cat_all, mnt / str(seed))
+            with mounted(work / f"mnt-ls-{attempt}", seeds, args.cache_mb) as mnt:
+                for seed in seeds:
+                    cold_ls[seed].append(ls_all(mnt / str(seed)))
+                    if attempt == 0:
+                        rows[seed].warm_ls = median_of(ls_all, mnt / str(seed))
+        for seed in seeds:
+            rows[seed].cold_cat = statistics.median(cold_cat[seed])
+            rows[seed].cold_ls = statistics.median(cold_ls[seed])
 
     header = (
         f"{'seed':>6} {'ext':>5} {'files':>6} {'MB':>6} | {'synth s':>8} {'cold cat':>9} {'/synth':>7} "
