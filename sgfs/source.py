@@ -204,43 +204,51 @@ class MountSource:
         except Exception as exc:
             raise GenerationError(seed, rel, exc) from exc
 
-    def _repository(self, seed: int) -> Repository:
+    def _through(
+        self,
+        cache: LRUCache[K, V],
+        flight: _InFlight[K, V],
+        key: K,
+        compute: Callable[[], V],
+        store: Callable[[V], None],
+    ) -> V:
+        """``cache[key]``, or ``compute()`` run once however many threads ask, then ``store``d."""
         with self._lock:
-            repo = self._repos.get(seed)
-        if repo is not None:
-            return repo
+            value = cache.get(key)
+        if value is not None:
+            return value
 
-        def build() -> Repository:
+        def leader() -> V:
             with self._lock:
-                cached = self._repos.get(seed)
+                cached = cache.get(key)
             if cached is not None:  # another leader finished between our miss and our turn
                 return cached
-            built = self._guard(seed, "", lambda: self._factory(seed))
+            computed = compute()
             with self._lock:
-                self._repos[seed] = built
-            return built
+                store(computed)
+            return computed
 
-        return self._repo_flight.run(seed, build)
+        return flight.run(key, leader)
+
+    def _repository(self, seed: int) -> Repository:
+        def store(repo: Repository) -> None:
+            self._repos[seed] = repo
+
+        return self._through(
+            self._repos, self._repo_flight, seed, lambda: self._guard(seed, "", lambda: self._factory(seed)), store
+        )
 
     def _file(self, seed: int, rel: str) -> bytes:
         key = (seed, rel)
-        with self._lock:
-            content = self._content.get(key)
-        if content is not None:
-            return content
+
+        def store(data: bytes) -> None:
+            self._generated += 1
+            self._stats[key] = Stat(False, len(data), 1)
+            if len(data) <= self._content.maxsize:  # a file larger than the whole cache is not kept
+                self._content[key] = data
 
         def synthesise() -> bytes:
-            with self._lock:
-                cached = self._content.get(key)
-            if cached is not None:
-                return cached
             repo = self._repository(seed)
-            data = self._guard(seed, rel, lambda: repo.read(rel))
-            with self._lock:
-                self._generated += 1
-                self._stats[key] = Stat(False, len(data), 1)
-                if len(data) <= self._content.maxsize:  # a file larger than the whole cache is not kept
-                    self._content[key] = data
-            return data
+            return self._guard(seed, rel, lambda: repo.read(rel))
 
-        return self._file_flight.run(key, synthesise)
+        return self._through(self._content, self._file_flight, key, synthesise, store)
