@@ -37,7 +37,7 @@ STAT_PLAIN = {
 BIVARIATE_TEMPLATED = {
     "pearson": "Pearson's correlation coefficient r",
     "spearman": "Spearman's rank correlation coefficient rho (tied values get their average rank)",
-    "chi2": "chi-square statistic of Pearson's test of independence on the contingency table of the two "
+    "chi2": "the chi-square statistic of Pearson's test of independence on the contingency table of the two "
     "columns (no continuity correction)",
 }
 BIVARIATE_PLAIN = {
@@ -188,20 +188,20 @@ def templated(draft: Draft) -> str:
     elif t == "univariate_condition":
         assert draft.statistic
         text = (
-            f"Across all data files whose path has {paths}, pooling their rows, what is the "
+            f"Across all data files whose path shows that {paths}, pooling their rows, what is the "
             f"{STAT_TEMPLATED[draft.statistic]} of the column `{draft.columns[0]}`{using}?"
         )
     elif t == "bivariate_statistic":
         assert draft.statistic
         a, b = draft.columns
         text = (
-            f"Across all data files whose path has {paths}, pooling their rows, what is the "
+            f"Across all data files whose path shows that {paths}, pooling their rows, what is "
             f"{BIVARIATE_TEMPLATED[draft.statistic]} between the columns `{a}` and `{b}`{using}?"
         )
     elif t == "bivariate_hypothesis":
         assert draft.test
         text = (
-            f"Across all data files whose path has {paths}, pooling their rows{using}: does "
+            f"Across all data files whose path shows that {paths}, pooling their rows{using}: does "
             f"{_test_text(draft)} Answer yes or no."
         )
     else:

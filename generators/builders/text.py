@@ -49,6 +49,16 @@ _DESIGNS = (
     "randomised",
     "pilot",
 )
+_OPENERS = (
+    "{Area} remains difficult to characterise quantitatively.",
+    "Quantitative measurements of {y} in {area} are still scarce.",
+    "How {a} shapes {y} is an open question in {area}.",
+    "Understanding what drives {y} is central to {area}.",
+    "Reliable data on {y} under realistic conditions are rare.",
+    "Reported effects of {a} on {y} disagree across studies of {area}.",
+    "Work in {area} depends on predicting {y} from measurable conditions.",
+    "Few open datasets in {area} record {y} together with {a}.",
+)
 _SHAPE_PHRASES = {
     "linear": "changes roughly linearly with",
     "saturating": "saturates as {x} increases",
@@ -154,8 +164,9 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         setup=setup,
     )
     finding = hypotheses[0].rstrip(".")
+    opener = rs.pick(_OPENERS).format(area=area, Area=_cap(area), y=y, a=a, field=spec.context.field.lower())
     abstract = (
-        f"{_cap(area)} remains difficult to characterise quantitatively. "
+        f"{opener} "
         f"In this {rs.pick(_DESIGNS)} study we "
         f"measured {_and([o.name for o in outcomes])} across {cond_text or 'a range of conditions'}. "
         f"Our central hypothesis is that {finding[0].lower() + finding[1:]}. "
