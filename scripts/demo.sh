@@ -3,6 +3,7 @@
 # Leaves the filesystem mounted for you to explore; unmount with `sgfs unmount "$MNT"`.
 set -euo pipefail
 MNT="${SGFS_MNT:-/mnt/sgfs}"
+sgfs() { if command -v sgfs >/dev/null 2>&1; then command sgfs "$@"; else python3 -m sgfs "$@"; fi; }
 mkdir -p "$MNT"
 if mountpoint -q "$MNT"; then
     echo "demo: $MNT is already mounted; reusing it" >&2
