@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any, TypeVar
@@ -696,7 +696,3 @@ _ROLE_CHECKS: dict[str, tuple[Callable[[Spec, int, Variable, str], None], ...]] 
     "independent": (_check_independent,),
     "dependent": (_check_dependent,),
 }
-
-
-def iter_columns(spec: Spec, *roles: str) -> Iterator[Variable]:
-    return (v for v in spec.variables if not roles or v.role in roles)

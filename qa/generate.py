@@ -352,9 +352,7 @@ def _condition(g: Generator, rs: Stream, reason: str | None) -> Built:
     )
 
 
-def _statistic_rows(
-    g: Generator, rs: Stream, reason: str | None, paths: list[str], statistic: str, columns: list[str]
-) -> list[Condition]:
+def _statistic_rows(g: Generator, rs: Stream, reason: str | None, paths: list[str], statistic: str) -> list[Condition]:
     """Row conditions for a statistic question, shaped by the wanted reason."""
     need = stats.MIN_ROWS[statistic]
     if reason == "no_row":
@@ -385,7 +383,7 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
         column = rs.pick([v for v in g.spec.variables if v.type not in ("integer", "continuous")])
     else:
         column = rs.pick(g.numeric_columns())
-    rows = [] if reason == "no_file" else _statistic_rows(g, rs, reason, paths, statistic, [column.column])
+    rows = [] if reason == "no_file" else _statistic_rows(g, rs, reason, paths, statistic)
     answer: Answer = 0.0
     if reason is None:
         values = g.view.pooled(paths, [column.column], rows)[column.column].astype(np.float64)
@@ -433,7 +431,7 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
     if reason == "constant_input":
         rows = _constant_rows(g, rs, paths, name, columns)
     elif reason != "no_file":
-        rows = _statistic_rows(g, rs, reason, paths, name, columns)
+        rows = _statistic_rows(g, rs, reason, paths, name)
         if name == "welch":
             rows = [r for r in rows if r["column"] != columns[0]]
     if reason == "too_few_rows" and name == "welch":

@@ -32,7 +32,6 @@ MIN_ROWS = {
     "chi2": 1,
     "welch": 2,
 }
-NUMERIC_BIVARIATE = ("pearson", "spearman")
 
 
 def univariate(statistic: str, values: FloatArray) -> float:

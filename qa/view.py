@@ -39,13 +39,6 @@ class RepoView:
     def rendered(self, name: str) -> tuple[str, ...]:
         return self.tree.texts[self.placeholders.index(name)]
 
-    def values_present(self, name: str, mask: BoolArray | None = None) -> list[str]:
-        """Rendered values of a placeholder that occur among the (masked) files."""
-        k = self.placeholders.index(name)
-        column = self.digits[:, k] if mask is None else self.digits[mask, k]
-        texts = self.tree.texts[k]
-        return [texts[d] for d in np.unique(column).tolist()]
-
     def select(self, conditions: list[Condition]) -> BoolArray:
         """Files meeting every path condition (exact rendered values)."""
         mask = np.ones(len(self.paths), dtype=bool)

@@ -29,8 +29,6 @@ FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 BLOCK = 4096
 NAME_MAX = 255
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_TRUNC | os.O_APPEND | os.O_CREAT
-NO_XATTR = cast(int, getattr(mfusepy, "ENOATTR", None) or errno.ENODATA)
 
 
 def _errors(method: F) -> F:
