@@ -10,13 +10,13 @@ if mountpoint -q "$MNT"; then
 else
     sgfs mount "$MNT" --seeds 1-100,118
 fi
-echo "== ls $MNT | head -5 (the seeds given)"
-ls "$MNT" | head -5
+echo "== ls $MNT (first 5 of the seeds given)"
+ls "$MNT" | sed -n 1,5p  # sed reads all input: no SIGPIPE under pipefail
 echo "== ls $MNT/118/"
 ls -C "$MNT/118/"
 echo "== find $MNT/118 -type f | wc -l"
 find "$MNT/118" -type f | wc -l
-file=$(find "$MNT/118" -type f -name '*.*' ! -name README.md | LC_ALL=C sort | head -1)
+file=$(find "$MNT/118" -type f -name '*.*' ! -name README.md | LC_ALL=C sort | sed -n 1p)
 echo "== first data file: $file ($(stat -c %s "$file") bytes)"
 case "$file" in
     *.xlsx) python3 -c "import pandas, sys; print(pandas.read_excel(sys.argv[1]).head(8).to_string())" "$file" ;;
