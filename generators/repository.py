@@ -118,20 +118,26 @@ def _placeholder_phrase(spec: Spec, name: str) -> str:
     return f"`{variable.column}`: {variable.name}{unit}"
 
 
+def layout_template(spec: Spec) -> str:
+    """Where data files live, with ``{placeholder}`` fields: ``{date}/{researcher}/{temp}-{seq_number}.csv``."""
+    directories = "/".join(
+        spec.template.joiners[i].join("{" + p + "}" for p in component)
+        for i, component in enumerate(spec.template.components)
+    )
+    return f"{directories}.{spec.extension}"
+
+
 def render_readme(spec: Spec) -> str:
     """The README an agent sees: the title and abstract only when the spec shows them."""
     project = spec.project
     lines = [f"# {project.title}" if spec.readme.show_title else f"# {project.repo_name}", ""]
     if spec.readme.show_title and spec.readme.show_abstract:
         lines += ["## Abstract", "", project.abstract, ""]
-    template = "/".join(
-        spec.template.joiners[i].join("{" + p + "}" for p in component)
-        for i, component in enumerate(spec.template.components)
-    )
+    template = layout_template(spec)
     lines += [
         "## Layout",
         "",
-        f"Each data file is a `.{spec.extension}` table stored at `{template}.{spec.extension}`, where",
+        f"Each data file is a `.{spec.extension}` table stored at `{template}`, where",
         "",
         *(f"- {_placeholder_phrase(spec, p)}" for p in spec.template.placeholders),
         "",

@@ -54,9 +54,12 @@ _BOXED_WINDOW = 10_000
 _BRACE = re.compile(r"[{}]")
 _ANSWER_REVERSED = re.compile(r"[Rr][Ee][Ww][Ss][Nn][Aa]")  # "answer" in any case, searched in the reversed text
 _MARKER = re.compile(r"answer(?![A-Za-z])[*_ \t]*+(?:[:=\uff1a]|is(?![A-Za-z])|[-\u2013\u2014](?=\s))", re.IGNORECASE)
-_MARKER_LEAD = " \t*_:=-\u2013\u2014\uff1a`\"'"
+# What may stand between a marker and its answer: emphasis, quotes, a colon, a dash followed by a space (never
+# a minus sign: "Answer: -0.31" is negative).
+_MARKER_LEAD = re.compile(r"[\s*_:=\uff1a`\"']*+(?:[-\u2013\u2014](?=\s)[\s*_`\"']*+)?")
 _EMPHASIS = " \t*_`"
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+# A sentence ends at . ! or ? followed by more text on the line ("Answer: 0.52. Computed over 160 rows.").
+_SENTENCE_END = re.compile(r"[.!?](?=\s+\S)")
 _LINES_AFTER_EMPTY_MARKER = 3
 _LOOK_BACK = 1_000
 # A final answer is read from its last characters only: the committed value stands at its end, and the bound
@@ -130,12 +133,14 @@ def _sentence_after(response: str, start: int) -> str:
     for _ in range(_LINES_AFTER_EMPTY_MARKER + 1):
         stop = response.find("\n", start)
         stop = len(response) if stop < 0 else stop
-        line = response[start:stop].strip().lstrip(_MARKER_LEAD).rstrip(_EMPHASIS).strip()
+        line = response[start:stop].strip()
+        lead = _MARKER_LEAD.match(line)
+        line = line[lead.end() if lead else 0 :].rstrip(_EMPHASIS).strip()
         if line or stop == len(response):
             break
         start = stop + 1
     end = _SENTENCE_END.search(line)
-    return (line[: end.start()] if end else line).strip()
+    return (line[: end.start()] if end else line).rstrip(".").strip()
 
 
 def answer_text(value: JsonValue) -> str:
@@ -243,7 +248,7 @@ def _in_identifier(text: str, start: int, end: int) -> bool:
 
 # ------------------------------------------------------------------------------------- committed values
 
-_REMARK = re.compile(r"\([^()\n]*+\)")
+REMARK = re.compile(r"\([^()\n]*+\)")
 _ASSERTION = re.compile(
     r"(?:(?<![A-Za-z])(?:is|are|was|were|equals?)(?![A-Za-z])|[=:\u2248])[ \t]*+(?=[-+]?\.?[0-9])",
     re.IGNORECASE,
@@ -270,7 +275,7 @@ def committed_numbers(text: str) -> list[Number]:
     first = next(numbers(text), None)
     if first is None:
         return []
-    text = text[: first.end] + _REMARK.sub(" ", text[first.end :])
+    text = text[: first.end] + REMARK.sub(" ", text[first.end :])
     found = distinct(numbers(text))
     if len(found) < 2:
         return found

@@ -380,7 +380,9 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
         path_conditions, paths = g.path_conditions(rs, empty=False)
     statistic = rs.pick(("std", "variance")) if reason == "too_few_rows" else rs.pick(tuple(stats.UNIVARIATE))
     if reason == "undefined_statistic":
-        column = rs.pick([v for v in g.spec.variables if v.type not in ("integer", "continuous")])
+        # Categorical and identifier columns only: the earliest or median timestamp of a datetime column is
+        # well defined, so a datetime column would make a poor "not possible".
+        column = rs.pick([v for v in g.spec.variables if v.type in ("categorical", "string")])
     else:
         column = rs.pick(g.numeric_columns())
     rows = [] if reason == "no_file" else _statistic_rows(g, rs, reason, paths, statistic)
@@ -417,8 +419,8 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
     if hypothesis and categorical:
         names.append("welch")
     name = rs.pick(names)
-    if reason == "constant_input" and name == "welch":
-        raise Retry
+    if name == "welch" and reason in ("constant_input", "undefined_statistic"):
+        raise Retry  # a Welch question always names two groups of a categorical column
     path_conditions, paths = g.path_conditions(rs, empty=reason == "no_file")
     columns = _bivariate_columns(g, rs, name, reason, numeric, categorical)
     groups: list[str] = []
@@ -494,7 +496,7 @@ def _bivariate_columns(
         if name == "chi2":
             continuous = [v for v in numeric if v.type == "continuous"]
             return [rs.pick(categorical).column, rs.pick(continuous).column]
-        return [rs.pick(numeric).column, rs.pick(numeric).column]  # welch needs a categorical group column
+        raise Retry  # welch is never asked undefined (see _bivariate)
     if name == "chi2":
         return [v.column for v in rs.sample(categorical, 2)]
     if name == "welch":

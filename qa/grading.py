@@ -40,6 +40,7 @@ from qa.answers import (
     DECODER,
     MAX_FINAL_ANSWER,
     NOT_POSSIBLE,
+    REMARK,
     JsonValue,
     Number,
     abstention_at,
@@ -379,15 +380,13 @@ def _grade_categorical(question: GradedQuestion, text: str) -> Grade:
     choices = _choice_list(question)
     single = len(choices) == 1 and question.answer_kind == "categorical"
     needles = {(_single_core(choice) if single else choice): choice for choice in choices}
-    every = [*needles, NOT_POSSIBLE]
-    first: dict[str, int] = {}  # needle -> where its first counted occurrence begins
-    for needle in every:
-        if not needle:
-            continue
-        longer = [other for other in every if len(other) > len(needle) and needle in other]
-        found = _needle_pattern(needle, not single or needle == NOT_POSSIBLE, longer).search(norm)
-        if found is not None:
-            first[needle] = found.start()
+    first = _first_occurrences(norm, [*needles, NOT_POSSIBLE], single)
+    if not single and first:
+        # Remarks in parentheses after the first choice are no answer: "csv (not json)", "yes (p = 0.003)".
+        start = min(first.values()) + 1
+        if "(" in norm[start:]:
+            norm = norm[:start] + REMARK.sub(" ", norm[start:])
+            first = _first_occurrences(norm, [*needles, NOT_POSSIBLE], single)
     found_choices = sorted({needles[n] for n in first if n in needles})
     says_np = NOT_POSSIBLE in first and NOT_POSSIBLE not in needles
     if says_np and not any(first[n] < first[NOT_POSSIBLE] for n in first if n in needles):
@@ -395,6 +394,19 @@ def _grade_categorical(question: GradedQuestion, text: str) -> Grade:
     extracted = found_choices + ([NOT_POSSIBLE] if says_np else [])
     correct = question.answerable and not says_np and found_choices == [_normalize(str(question.answer))]
     return Grade(correct, False, text, extracted)
+
+
+def _first_occurrences(norm: str, every: list[str], single: bool) -> dict[str, int]:
+    """Where each needle first counts in ``norm`` (absent needles are left out)."""
+    first: dict[str, int] = {}
+    for needle in every:
+        if not needle:
+            continue
+        longer = [other for other in every if len(other) > len(needle) and needle in other]
+        found = _needle_pattern(needle, not single or needle == NOT_POSSIBLE, longer).search(norm)
+        if found is not None:
+            first[needle] = found.start()
+    return first
 
 
 def _grade_numeric(question: GradedQuestion, value: JsonValue, text: str) -> Grade:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from generators.repository import layout_template
 from generators.spec import Spec
 
 Condition = dict[str, Any]
@@ -34,36 +35,49 @@ STAT_PLAIN = {
     "max": "largest value",
     "sum": "total",
 }
+# Each definition states the columns it is defined for: a statistic asked of other columns is "not possible".
 BIVARIATE_TEMPLATED = {
-    "pearson": "Pearson's correlation coefficient r",
-    "spearman": "Spearman's rank correlation coefficient rho (tied values get their average rank)",
+    "pearson": "Pearson's correlation coefficient r (defined only when both columns are numeric)",
+    "spearman": "Spearman's rank correlation coefficient rho (tied values get their average rank; defined only "
+    "when both columns are numeric)",
     "chi2": "the chi-square statistic of Pearson's test of independence on the contingency table of the two "
-    "columns (no continuity correction)",
+    "columns (no continuity correction; defined only when both columns are categorical)",
 }
 BIVARIATE_PLAIN = {
-    "pearson": "Pearson correlation (r)",
-    "spearman": "Spearman rank correlation (rho, average ranks for ties)",
+    "pearson": "Pearson correlation (r; both columns must be numeric)",
+    "spearman": "Spearman rank correlation (rho, average ranks for ties; both columns must be numeric)",
     "chi2": "Pearson chi-square statistic for independence of the two columns (contingency table of "
-    "observed values, no continuity correction)",
+    "observed values, no continuity correction; both columns must be categorical)",
 }
 TESTS = {
     "pearson": (
-        "a two-sided test of zero Pearson correlation (t distribution with n - 2 degrees of freedom)",
+        "a two-sided test of zero Pearson correlation (t distribution with n - 2 degrees of freedom; defined "
+        "only when both columns are numeric)",
         "there is no linear correlation between `{a}` and `{b}`",
     ),
     "spearman": (
         "a two-sided test of zero Spearman rank correlation (t approximation, n - 2 degrees of "
-        "freedom, average ranks for ties)",
+        "freedom, average ranks for ties; defined only when both columns are numeric)",
         "there is no monotonic association between `{a}` and `{b}`",
     ),
     "chi2": (
-        "Pearson's chi-square test of independence (no continuity correction)",
+        "Pearson's chi-square test of independence (no continuity correction; defined only when both columns "
+        "are categorical)",
         "`{a}` and `{b}` are independent",
     ),
     "welch": (
         "Welch's two-sided two-sample t-test (unequal variances)",
         "the mean of `{b}` is the same in rows where `{a}` is {g1} and rows where `{a}` is {g2}",
     ),
+}
+# A README whose title is hidden still starts with the repository's short name as a heading.
+TITLE_NOTE = (
+    "A heading that only gives the repository's short name (lowercase words joined by hyphens) is not the title."
+)
+PLACEHOLDER_MEANINGS = {
+    "date": "the measurement date",
+    "researcher": "the researcher's name",
+    "seq_number": "the run number",
 }
 UNANSWERABLE_NOTE = (
     "If the data in the repository cannot answer this question (for example, no file or no row meets the "
@@ -96,21 +110,37 @@ def _number(value: float) -> str:
 
 def _closing(draft: Draft) -> str:
     figures = f" Give the answer to {draft.sig_figs} significant figures." if draft.sig_figs else ""
-    return f"{figures} {UNANSWERABLE_NOTE}"
+    return f"{layout_note(draft)}{figures} {UNANSWERABLE_NOTE}"
+
+
+def layout_note(draft: Draft) -> str:
+    """Where the repository does not show the path layout (it has no README), a question with path conditions
+    states it, so that every placeholder it names can be found in the paths."""
+    if draft.spec.readme.present or not draft.path_conditions:
+        return ""
+    meanings: list[str] = []
+    for condition in draft.path_conditions:
+        name = condition["variable"]
+        if name in PLACEHOLDER_MEANINGS:
+            meaning = f"`{{{name}}}` is {PLACEHOLDER_MEANINGS[name]} as written in the path"
+        else:
+            rendered = condition["value"] if condition["op"] == "eq" else condition["values"][0]
+            meaning = f"`{{{name}}}` appears as `{rendered}` when `{name}` is {draft.path_display[rendered]}"
+        if meaning not in meanings:
+            meanings.append(meaning)
+    return f" Data file paths here follow the layout `{layout_template(draft.spec)}`, where {'; '.join(meanings)}."
 
 
 # -- conditions ---------------------------------------------------------------------------------------
 def _path_name(draft: Draft, variable: str, readable: bool) -> str:
     if not readable:
         return f"`{variable}`"
-    if variable == "researcher":
-        return "the researcher"
-    if variable == "date":
-        return "the measurement date"
-    if variable == "seq_number":
-        return "the run number"
-    pv = draft.spec.path_variable(variable)
-    return f"the {pv.name}" + (f" ({pv.unit})" if pv.unit else "")
+    if variable in PLACEHOLDER_MEANINGS:
+        label = PLACEHOLDER_MEANINGS[variable].replace("'s name", "")
+    else:
+        pv = draft.spec.path_variable(variable)
+        label = f"the {pv.name}" + (f" ({pv.unit})" if pv.unit else "")
+    return f"{label} [path field `{variable}`]"  # the exact name next to the label, as for columns
 
 
 def path_phrase(draft: Draft, readable: bool = False) -> str:
@@ -159,7 +189,10 @@ def templated(draft: Draft) -> str:
     if t == "readme":
         text = "Does this repository contain a README file at its top level? Answer yes or no."
     elif t == "title":
-        text = "What is the title of the research project, as written in this repository's README? Give it exactly."
+        text = (
+            "What is the title of the research project, as written in this repository's README? "
+            f"{TITLE_NOTE} Give it exactly."
+        )
     elif t == "abstract":
         text = (
             "What is the first sentence of the project's abstract, as written in this repository's README? "
@@ -214,11 +247,13 @@ def _test_text(draft: Draft, readable: bool = False) -> str:
     name = draft.test["name"]
     description, null = TESTS[name]
     a, b = draft.columns
-    groups = draft.test.get("groups", ["", ""])
+    groups = draft.test.get("groups", [None, None])
+    if name == "welch" and not all(groups):
+        raise ValueError("a Welch question must name its two groups")
     null_text = null.format(a=a, b=b, g1=groups[0], g2=groups[1])
     if readable:
         for column in (a, b):
-            null_text = null_text.replace(f"`{column}`", draft.spec.variable(column).name)
+            null_text = null_text.replace(f"`{column}`", _column_name(draft, column, readable=True))
     return f"{description} reject, at significance level {draft.test['alpha']}, the null hypothesis that {null_text}?"
 
 
@@ -227,7 +262,14 @@ class ProceduralParaphraser:
     """Three deterministic rewordings with readable names, units and other sentence structures."""
 
     def paraphrase(self, draft: Draft) -> list[str]:
-        return [style(draft) + _closing(draft) for style in (_plain, _restructured, _request)]
+        return [style(draft) + _answer_instruction(draft, i) + _closing(draft) for i, style in enumerate(_STYLES)]
+
+
+def _answer_instruction(draft: Draft, style: int) -> str:
+    """The yes/no instruction of a hypothesis question, kept in every paraphrase."""
+    if draft.type != "bivariate_hypothesis":
+        return ""
+    return (" Answer yes or no.", " Reply yes or no.", " Yes or no?")[style]
 
 
 def _readable_column(draft: Draft, i: int = 0) -> str:
@@ -243,7 +285,7 @@ def _plain(draft: Draft) -> str:
     if t == "readme":
         return "Is there a README file in the root folder of this dataset? Reply yes or no."
     if t == "title":
-        return "According to the README, what is this project called? Reproduce the title exactly."
+        return f"According to the README, what is this project called? {TITLE_NOTE} Reproduce the title exactly."
     if t == "abstract":
         return "Quote, word for word, the opening sentence of the abstract given in the README."
     if t == "extension":
@@ -255,7 +297,7 @@ def _plain(draft: Draft) -> str:
     if t == "prefix":
         return "Counting every subfolder, how many data files sit inside {path}? Ignore README files."
     if t == "condition":
-        return f"How many of the {area} data files were recorded with {paths}?"
+        return f"How many of the {area} data files have a path showing that {paths}?"
     if t == "univariate_single_file":
         assert draft.statistic
         return f"What is the {STAT_PLAIN[draft.statistic]} of {_readable_column(draft)} in {{path}}{only}?"
@@ -284,9 +326,9 @@ def _restructured(draft: Draft) -> str:
     if t == "readme":
         return "Check the top level of the repository: is a README file present (yes or no)?"
     if t == "title":
-        return "The README names the project. What is that title, exactly as written?"
+        return f"Look for the project's title in the README. {TITLE_NOTE} What is the title, exactly as written?"
     if t == "abstract":
-        return "The README contains an abstract. What is its first sentence, verbatim?"
+        return "Look for an abstract in the README. What is its first sentence, verbatim?"
     if t == "extension":
         return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
     if t == "count_rows":
@@ -331,7 +373,7 @@ def _request(draft: Draft) -> str:
     if t == "readme":
         return f"Before I start on this {project} dataset: does it ship a README at the top level? Yes or no."
     if t == "title":
-        return "I need to cite this project. What title does its README give? Please copy it exactly."
+        return f"I need to cite this project. What title does its README give? {TITLE_NOTE} Please copy it exactly."
     if t == "abstract":
         return "For my notes I need the abstract's opening sentence from the README, copied exactly."
     if t == "extension":
@@ -366,3 +408,6 @@ def _request(draft: Draft) -> str:
     if t == "bivariate_hypothesis":
         return f"Using the records from files where {paths}{only.rstrip(',')}, does {_test_text(draft, readable=True)}"
     raise ValueError(t)
+
+
+_STYLES = (_plain, _restructured, _request)
