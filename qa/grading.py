@@ -2,39 +2,61 @@
 
 Pure functions: the only input handled here is lines of text given by the caller (``parse_questions``,
 ``parse_answers``); reading files and printing belong to ``sgfs grade``. Nothing here imports ``sgfs``.
+Reading a response (its final answer, the numbers in it, the abstention) is ``qa.answers``.
 
-The rules, in short:
+The rules, in short (docs/grading.md has them whole, with a table of cases):
 
-* A response is reduced to its answer: the last JSON object in the text with an ``"answer"`` key, else
-  the whole text (``extract_answer``).
-* ``categorical`` / ``yes_no``: correct when the lower-cased answer contains the right choice and no
-  other, choices matched as whole tokens; a question with a single choice (a title, a sentence) is
-  graded by containment after collapsing whitespace.
-* ``integer``: the first number in the answer equals the truth exactly.
-* ``continuous``: the first number in the answer and the truth, both rounded to ``sig_figs - 1``
-  significant figures (half to even), are equal.
-* ``not possible`` is the abstention: correct exactly on unanswerable questions. ``not possible`` also
-  counts as one more choice, so an answer that gives both a value and ``not possible`` is never correct.
+* The final answer is the last ``"answer": VALUE`` written as JSON, else the last ``\\boxed{}``, else the sentence
+  after the last ``Answer:`` / ``Final answer:`` / ``the answer is``, else the whole text.
+* Abstention, for every kind: the final answer says ``not possible`` with no value (number or choice) before it.
+  A value before it is a hedge; two different values are a hedge; a hedge is wrong.
+* ``categorical`` / ``yes_no``: the final answer contains the right choice and no other (whole words); a
+  question with a single choice (a title, a sentence) is graded by containment.
+* ``integer``: the one value equals the truth exactly.
+* ``continuous`` (``s`` figures asked, ``u`` the unit of the truth's ``s``-th figure): correct when the value is
+  within ``u`` of the truth or of the truth rounded to ``s`` figures (half up or half even). Rounded, truncated
+  and full-precision answers are correct, a last digit off by one is forgiven, two units off is wrong.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
+from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
+    ROUND_DOWN,
+    ROUND_HALF_EVEN,
+    ROUND_HALF_UP,
+    Context,
+    Decimal,
+    InvalidOperation,
+)
 from typing import Any, TypeAlias
 
-NOT_POSSIBLE = "not possible"
+from qa.answers import (
+    DECODER,
+    MAX_FINAL_ANSWER,
+    NOT_POSSIBLE,
+    JsonValue,
+    Number,
+    abstention_at,
+    answer_text,
+    committed_numbers,
+    distinct,
+    extract_answer,
+    numbers,
+    prepare,
+)
+
+__all__ = ["NOT_POSSIBLE", "JsonValue", "answer_text", "extract_answer"]  # re-exported: the grader's API
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 TEMPLATE = "template"
 VARIANTS = (TEMPLATE, "paraphrase_1", "paraphrase_2", "paraphrase_3")
 YES_NO = ("yes", "no")
 
-# A JSON value as read here: numbers are Decimal (exactly as written), never float.
-JsonValue: TypeAlias = "bool | str | Decimal | list[JsonValue] | dict[str, JsonValue] | None"
 Truth: TypeAlias = "str | int | Decimal"
 
 
@@ -129,17 +151,9 @@ class GradingRun:
 # ----------------------------------------------------------------------------------------- JSON lines
 
 
-def _keep_constant(name: str) -> str:
-    """``NaN``/``Infinity`` are not JSON: keep them as the text they were."""
-    return name
-
-
-_DECODER = json.JSONDecoder(parse_float=Decimal, parse_int=Decimal, parse_constant=_keep_constant)
-
-
 def _decode_object(line: str, where: str) -> dict[str, Any]:
     try:
-        value = _DECODER.decode(line)
+        value = DECODER.decode(line)
     except (ValueError, RecursionError) as exc:
         raise GradingInputError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(value, dict):
@@ -286,142 +300,31 @@ def parse_answers(lines: Iterable[str], source: str) -> list[AnswerRecord]:
     return [parse_answer(_decode_object(line, where), where) for where, line in _numbered(lines, source)]
 
 
-def extract_answer(response: str) -> JsonValue:
-    """The value of ``"answer"`` in the last JSON object of ``response`` that has that key (objects may
-    sit in prose or code fences, nested ones included; "last" is the one that ends last), else the
-    whole response."""
-    best: JsonValue = None
-    best_end = -1
-    for match in re.finditer(r"\{", response):
-        try:
-            value, end = _DECODER.raw_decode(response, match.start())
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict) and "answer" in value and end > best_end:
-            best, best_end = value["answer"], end
-    return response if best_end < 0 else best
-
-
-def answer_text(value: JsonValue) -> str:
-    """The text graded for an answer value: strings as they are, numbers as written, ``true``/``false``,
-    ``null`` as the empty text, arrays and objects as compact JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Decimal):
-        return str(value)
-    return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
-
-
-# -------------------------------------------------------------------------------------------- numbers
-
-# The first number of a text: optional sign (only when not glued to a preceding word or number, so the
-# hyphen of "run-003" is no minus), digits with optional comma thousands separators ("1,234,567"), an
-# optional fraction, an optional exponent. ASCII digits only.
-_NUMBER = re.compile(
-    r"""
-    (?:(?<![0-9A-Za-z_.])[-+])?
-    (?:
-        (?:[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?:\.[0-9]*)?
-      | \.[0-9]+
-    )
-    (?:[eE][-+]?[0-9]+)?
-    """,
-    re.VERBOSE | re.ASCII,
-)
-_MINUS_SIGNS = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"})
-
-# Wide exponent range so that rounding never overflows; InvalidOperation is trapped and caught.
-_CONTEXT = Context(prec=60, rounding=ROUND_HALF_EVEN, Emax=MAX_EMAX, Emin=MIN_EMIN)
-
-
-def find_number(text: str) -> tuple[str, Decimal | None] | None:
-    """The first number in ``text``: (its text, its exact value), the value None when it cannot be
-    represented (an exponent beyond any range); None when there is no number."""
-    match = _NUMBER.search(text.translate(_MINUS_SIGNS))
-    if match is None:
-        return None
-    written = match.group(0)
-    try:
-        value = Decimal(written.replace(",", ""))
-    except (InvalidOperation, ValueError):
-        return written, None
-    return written, value
-
-
-def answer_number(value: JsonValue) -> tuple[bool, Decimal | None]:
-    """(whether the answer gives a number, its exact value): a JSON number as it is, else the first
-    number of the answer's text. The value is None when there is no number, or one too large to
-    represent."""
-    if isinstance(value, Decimal):
-        return True, (value if value.is_finite() else None)
-    found = find_number(answer_text(value))
-    if found is None:
-        return False, None
-    return True, found[1]
-
-
-def round_sig(value: Decimal, figures: int) -> Decimal:
-    """``value`` rounded to ``figures`` significant figures, half to even, exactly (no float): the
-    quantum is 10^(e - figures + 1) where 10^e is the place of the first significant digit. Zero stays
-    zero; the sign is kept; rounding may carry into a new digit (9.96 -> 10.0 at 2 figures), which
-    compares equal to 10. Raises ValueError for figures < 1 or a non-finite value."""
-    if figures < 1:
-        raise ValueError(f"figures must be >= 1, got {figures}")
-    if not value.is_finite():
-        raise ValueError(f"cannot round {value}")
-    if value.is_zero():
-        return Decimal(0)
-    exponent = value.adjusted() - figures + 1
-    try:
-        return value.quantize(Decimal((0, (1,), exponent)), context=_CONTEXT)
-    except InvalidOperation as exc:
-        raise ValueError(f"cannot round {value} to {figures} figures") from exc
-
-
-def compared_figures(sig_figs: int) -> int:
-    """Figures compared for a continuous answer: one fewer than asked, at least one."""
-    return max(1, sig_figs - 1)
-
-
 # ------------------------------------------------------------------------------------------ choices
+
+_SPACES = re.compile(r"\s+")
 
 
 def _normalize(text: str) -> str:
     """NFKC, case-folded, whitespace runs collapsed to one space, trimmed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
-def _spans(haystack: str, needle: str, tokens: bool) -> list[tuple[int, int]]:
-    """Where ``needle`` occurs in ``haystack``. With ``tokens``, only as whole tokens: not preceded or
-    followed by a word character where the needle itself begins or ends with one."""
-    if not needle:
-        return []
-    if not tokens:
-        found: list[tuple[int, int]] = []
-        start = haystack.find(needle)
-        while start >= 0:
-            found.append((start, start + len(needle)))
-            start = haystack.find(needle, start + 1)
-        return found
-    left = r"(?<!\w)" if re.match(r"\w", needle[0]) else ""
-    right = r"(?!\w)" if re.match(r"\w", needle[-1]) else ""
-    return [m.span() for m in re.finditer(left + re.escape(needle) + right, haystack)]
-
-
-def _present(haystack: str, needles: dict[str, bool]) -> set[str]:
-    """The needles found in ``haystack`` (value: match whole tokens). An occurrence inside an occurrence
-    of a longer needle does not count (``no`` inside a ``no change`` choice)."""
-    spans = {needle: _spans(haystack, needle, tokens) for needle, tokens in needles.items()}
-    found: set[str] = set()
-    for needle, own in spans.items():
-        longer = [s for other, ss in spans.items() if len(other) > len(needle) for s in ss]
-        if any(not any(a <= s and e <= b for a, b in longer) for s, e in own):
-            found.add(needle)
-    return found
+def _needle_pattern(needle: str, tokens: bool, longer: Iterable[str]) -> re.Pattern[str]:
+    """A pattern for the occurrences of ``needle`` that count: whole tokens when ``tokens`` (no word character
+    right before or after, where the needle itself begins or ends with one), and never inside an occurrence of a
+    longer needle (``no`` inside a ``no change`` choice). One compiled search per needle keeps grading linear."""
+    left = r"(?<!\w)" if tokens and re.match(r"\w", needle[0]) else ""
+    right = r"(?!\w)" if tokens and re.match(r"\w", needle[-1]) else ""
+    guards: list[str] = []
+    for other in longer:
+        offset = other.find(needle)
+        while offset >= 0:
+            before, after = other[:offset], other[offset + len(needle) :]
+            inside = (f"(?<={re.escape(before)})" if before else "") + re.escape(needle + after)
+            guards.append(f"(?!{inside})")
+            offset = other.find(needle, offset + 1)
+    return re.compile(left + "".join(guards) + re.escape(needle) + right)
 
 
 def _choice_list(question: GradedQuestion) -> list[str]:
@@ -457,57 +360,127 @@ def _single_core(choice: str) -> str:
 
 
 def grade(question: GradedQuestion, value: JsonValue) -> Grade:
-    """Grade one answer value (already reduced from a response) against ``question``. Never raises for
-    any JSON value or text."""
+    """Grade one final answer (already reduced from a response by ``extract_answer``) against ``question``.
+    Never raises, for any JSON value or text, and takes time linear in its length."""
     text = answer_text(value)
-    norm = _normalize(text)
+    if len(text) > MAX_FINAL_ANSWER and not isinstance(value, Decimal):
+        text = text[-MAX_FINAL_ANSWER:]
     if question.answer_kind in ("categorical", "yes_no"):
-        return _grade_categorical(question, text, norm)
-    return _grade_numeric(question, value, text, norm)
+        return _grade_categorical(question, text)
+    return _grade_numeric(question, value, text)
 
 
-def _grade_categorical(question: GradedQuestion, text: str, norm: str) -> Grade:
+def _abstention(question: GradedQuestion, text: str) -> Grade:
+    return Grade(not question.answerable, True, text, [NOT_POSSIBLE])
+
+
+def _grade_categorical(question: GradedQuestion, text: str) -> Grade:
+    norm = _normalize(text)
     choices = _choice_list(question)
     single = len(choices) == 1 and question.answer_kind == "categorical"
-    needles: dict[str, bool] = {NOT_POSSIBLE: True}
-    keys: dict[str, str] = {}  # needle -> the choice it stands for
-    for choice in choices:
-        needle = _single_core(choice) if single else choice
-        needles[needle] = not single
-        keys[needle] = choice
-    found = _present(norm, needles)
-    found_choices = sorted(keys[n] for n in found if n in keys)
-    says_np = NOT_POSSIBLE in found and NOT_POSSIBLE not in keys
-    abstained = says_np and not found_choices
-    if question.answerable:
-        truth = _normalize(str(question.answer))
-        correct = found_choices == [truth] and not says_np
-    else:
-        correct = abstained
+    needles = {(_single_core(choice) if single else choice): choice for choice in choices}
+    every = [*needles, NOT_POSSIBLE]
+    first: dict[str, int] = {}  # needle -> where its first counted occurrence begins
+    for needle in every:
+        if not needle:
+            continue
+        longer = [other for other in every if len(other) > len(needle) and needle in other]
+        found = _needle_pattern(needle, not single or needle == NOT_POSSIBLE, longer).search(norm)
+        if found is not None:
+            first[needle] = found.start()
+    found_choices = sorted({needles[n] for n in first if n in needles})
+    says_np = NOT_POSSIBLE in first and NOT_POSSIBLE not in needles
+    if says_np and not any(first[n] < first[NOT_POSSIBLE] for n in first if n in needles):
+        return _abstention(question, text)
     extracted = found_choices + ([NOT_POSSIBLE] if says_np else [])
-    return Grade(correct, abstained, text, extracted)
+    correct = question.answerable and not says_np and found_choices == [_normalize(str(question.answer))]
+    return Grade(correct, False, text, extracted)
 
 
-def _grade_numeric(question: GradedQuestion, value: JsonValue, text: str, norm: str) -> Grade:
-    has_number, number = answer_number(value)
-    says_np = not isinstance(value, Decimal) and NOT_POSSIBLE in _present(norm, {NOT_POSSIBLE: True})
-    abstained = says_np and not has_number
-    extracted = None if number is None else str(number)
-    if not question.answerable:
-        return Grade(abstained, abstained, text, extracted)
-    if says_np or number is None:
-        return Grade(False, abstained, text, extracted)
+def _grade_numeric(question: GradedQuestion, value: JsonValue, text: str) -> Grade:
+    committed: list[Number]
+    if isinstance(value, Decimal):
+        committed = [Number(0, len(text), text, value)]
+    else:
+        prepared = prepare(text)
+        at = abstention_at(prepared)
+        if at is not None:
+            before = distinct(numbers(prepared, 0, at), 1)
+            if not before:
+                return _abstention(question, text)
+            return Grade(False, False, text, [before[0].written, NOT_POSSIBLE])  # a value, then not possible
+        committed = committed_numbers(prepared)
+    if len(committed) != 1:  # no value, or a hedge between two
+        return Grade(False, False, text, [n.written for n in committed] or None)
+    number = committed[0].value
+    extracted = committed[0].written if number is None else str(number)
+    if not question.answerable or number is None:
+        return Grade(False, False, text, extracted)
     truth = question.answer
     assert isinstance(truth, int | Decimal)
     if question.answer_kind == "integer":
-        correct = number == Decimal(truth)
-    else:
-        figures = compared_figures(question.sig_figs or 1)
-        try:
-            correct = round_sig(number, figures) == round_sig(Decimal(truth), figures)
-        except ValueError:
-            correct = False
-    return Grade(correct, abstained, text, extracted)
+        return Grade(number == Decimal(truth), False, text, extracted)
+    return Grade(continuous_correct(number, Decimal(truth), question.sig_figs or 1), False, text, extracted)
+
+
+# ------------------------------------------------------------------------------------ continuous rule
+
+# Answers more than this many places below the unit are cut there first (no realistic answer has them), so that
+# the exact arithmetic below stays small whatever the input.
+_PLACES_BELOW_UNIT = 4000
+
+
+def figure_unit(truth: Decimal, figures: int) -> Decimal:
+    """The unit of the truth's last asked figure: 10^(e - figures + 1), 10^e the place of its first significant
+    digit (a zero truth counts as e = 0)."""
+    top = 0 if truth.is_zero() else truth.adjusted()
+    return Decimal((0, (1,), top - figures + 1))
+
+
+def round_sig(value: Decimal, figures: int, rounding: str = ROUND_HALF_EVEN) -> Decimal:
+    """``value`` rounded to ``figures`` significant figures, exactly (no float): the quantum is the unit of the
+    last figure. Zero stays zero; the sign is kept; rounding may carry into a new digit (9.96 -> 10.0 at 2
+    figures). Raises ValueError for figures < 1 or a non-finite value."""
+    if figures < 1:
+        raise ValueError(f"figures must be >= 1, got {figures}")
+    if not value.is_finite():
+        raise ValueError(f"cannot round {value}")
+    if value.is_zero():
+        return Decimal(0)
+    return value.quantize(figure_unit(value, figures), rounding=rounding, context=_exact_context(value))
+
+
+def _exact_context(*values: Decimal) -> Context:
+    """A context wide enough that sums and differences of ``values`` are exact."""
+    tops = [v.adjusted() for v in values if not v.is_zero()] or [0]
+    bottoms = [int(v.as_tuple().exponent) for v in values]
+    precision = max(tops) - min(bottoms) + 4
+    return Context(prec=max(precision, 28), rounding=ROUND_HALF_EVEN, Emax=MAX_EMAX, Emin=MIN_EMIN)
+
+
+def continuous_correct(answer: Decimal, truth: Decimal, figures: int) -> bool:
+    """The continuous rule: ``answer`` is within one unit of the truth's last asked figure of the truth itself,
+    or of the truth rounded to ``figures`` figures half up or half even. Exact decimal arithmetic."""
+    if not (answer.is_finite() and truth.is_finite()) or figures < 1:
+        return False
+    unit = figure_unit(truth, figures)
+    unit_place = int(unit.as_tuple().exponent)
+    ceiling = max(0 if truth.is_zero() else truth.adjusted(), unit_place) + 2
+    if not answer.is_zero() and answer.adjusted() > ceiling:
+        return False  # at least ten times the truth: never within a unit
+    floor = unit_place - _PLACES_BELOW_UNIT
+    if int(answer.as_tuple().exponent) < floor:
+        cut = Decimal((0, (1,), floor))
+        answer = answer.quantize(cut, rounding=ROUND_DOWN, context=_exact_context(answer, cut))
+    context = _exact_context(answer, truth, unit)
+    try:
+        references = [
+            truth,
+            *(truth.quantize(unit, rounding=r, context=context) for r in (ROUND_HALF_UP, ROUND_HALF_EVEN)),
+        ]
+        return any(context.subtract(answer, reference).copy_abs() <= unit for reference in references)
+    except InvalidOperation:
+        return False
 
 
 # ------------------------------------------------------------------------------------ a whole run

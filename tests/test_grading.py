@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from decimal import Decimal
+import time
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from qa.answers import committed_numbers, numbers, prepare
 from qa.grading import (
     ANSWER_KINDS,
     AnswerRecord,
     GradedQuestion,
     GradingInputError,
     JsonValue,
+    continuous_correct,
     extract_answer,
-    find_number,
     grade,
     grade_answers,
     parse_answers,
@@ -115,14 +117,27 @@ def cont(answer: float | int, sig_figs: int, qid: str = "7-univariate_single_fil
         ('First guess {"answer": 1}, then on reflection {"answer": 2}.', Decimal(2)),
         ('Final: {"reasoning": "it has {braces}", "answer": "no"} done', "no"),
         ('{"result": {"answer": "csv"}, "note": "x"}', "csv"),
-        ('{"answer": "outer", "meta": {"answer": "inner"}}', "outer"),
+        ('{"answer": "outer", "meta": {"answer": "inner"}}', "inner"),  # the key written last
         ('{"answer": null}', None),
         ('{"answer": ["a", 1]}', ["a", Decimal(1)]),
         ('{"answer": NaN}', "NaN"),
         ("{'answer': 5}", "{'answer': 5}"),
-        ('{"answer": 5', '{"answer": 5'),
+        ('{"answer": 5', Decimal(5)),  # the value is complete JSON even if the object is not
+        ('"answer": 5', '"answer": 5'),  # not a key of an object
+        ('{"answer": 1e99999999999999999999}', "1e99999999999999999999"),  # beyond Decimal: kept as text
         ('{"value": 5} and {"other": 6}', '{"value": 5} and {"other": 6}'),
         ("plain text 42 rows", "plain text 42 rows"),
+        ("I computed 3 values; the answer is 0.52", "0.52"),
+        ("**Final answer:** 0.52. Computed over 160 rows.", "0.52"),
+        ("**Final answer**: yes", "yes"),
+        ("Answer:\n\n  **12**\n", "12"),
+        ("Answer - csv files", "csv files"),
+        ("answer: 1\nlater, the answer is 2!", "2"),
+        ("We answered: 5", "We answered: 5"),  # "answered" is no marker
+        ("Therefore $\\boxed{0.52}$.", "0.52"),
+        ("\\boxed{\\text{not possible}} then Answer: 3", "\\text{not possible}"),
+        ('\\boxed{1} and {"answer": 2}', Decimal(2)),  # JSON first, then boxed, then markers
+        ("\\boxed{unclosed", "\\boxed{unclosed"),
         ("", ""),
         ("{" * 5000, "{" * 5000),
     ],
@@ -134,33 +149,61 @@ def test_extract_answer(response: str, expected: JsonValue) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("163", Decimal(163)),
-        ("163 rows", Decimal(163)),
-        ("10cm", Decimal(10)),
-        ("about 1,234 files", Decimal(1234)),
-        ("1,234,567.5", Decimal("1234567.5")),
-        ("1,2345", Decimal(1)),
-        ("-0.5", Decimal("-0.5")),
-        ("x=-3", Decimal(-3)),
-        ("\u22122.5", Decimal("-2.5")),
-        ("run-003", Decimal(3)),
-        ("6.02e23", Decimal("6.02e23")),
-        ("1.5E-7 mol", Decimal("1.5e-7")),
-        (".5", Decimal("0.5")),
-        ("5. Done", Decimal(5)),
-        ("no digits", None),
-        ("nan inf infinity", None),
-        ("\u0663", None),  # Arabic-Indic three: ASCII digits only
+        ("163", ["163"]),
+        ("163 rows", ["163"]),
+        ("10cm", ["10"]),
+        ("about 1,234 files", ["1234"]),
+        ("1,234,567.5", ["1234567.5"]),
+        ("1,2345", ["1", "2345"]),
+        ("-0.5", ["-0.5"]),
+        ("x=-3", ["-3"]),
+        ("\u22122.5", ["-2.5"]),
+        ("6.02e23", ["6.02E+23"]),
+        ("1.5E-7 mol", ["1.5E-7"]),
+        ("1.2 \u00d7 10^-3", ["0.0012"]),
+        ("$1.2 \\times 10^{-3}$", ["0.0012"]),
+        ("10^18", ["1E+18"]),
+        (".5", ["0.5"]),
+        ("5. Done", ["5"]),
+        ("0.5-0.6", ["0.5", "0.6"]),  # a range: two numbers, the hyphen is no minus
+        ("2023-04-01", ["2023", "4", "1"]),
+        # digits inside identifiers, paths and file names are never numbers
+        ("vo2 x1 x_1 R^2 HEK293 run-003 run_003 v.2 2b3 3a_x", []),
+        ("run-003.csv 0.json a/3 3/4 DRossi/HEK293-combo/0.json 293-combo", []),
+        ("no digits", []),
+        ("nan inf infinity", []),
+        ("\u0663", []),  # Arabic-Indic three: ASCII digits only
     ],
 )
-def test_find_number(text: str, expected: Decimal | None) -> None:
-    found = find_number(text)
-    assert (found[1] if found else None) == expected
+def test_numbers(text: str, expected: list[str]) -> None:
+    assert [str(n.value) for n in numbers(prepare(text))] == expected
 
 
-def test_find_number_with_an_unrepresentable_exponent() -> None:
-    found = find_number("1e-99999999999999999999")
-    assert found is not None and found[1] is None
+def test_numbers_with_an_unrepresentable_exponent() -> None:
+    (found,) = numbers("1e-99999999999999999999")
+    assert found.value is None and found.written == "1e-99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("text", "committed"),
+    [
+        ("0.52", ["0.52"]),
+        ("0.52 (n = 160)", ["0.52"]),  # a remark after the value
+        ("0.52 (95% CI 0.48-0.56)", ["0.52"]),
+        ("0.52 or 0.61", ["0.52", "0.61"]),
+        ("[0.52, 0.61]", ["0.52", "0.61"]),
+        ("between 0.5 and 0.6", ["0.5", "0.6"]),
+        ("0.52, i.e. 0.520", ["0.52"]),  # the same value twice
+        ("The mean of vo2 across the 160 rows is 0.52.", ["0.52"]),
+        ("R^2 = 0.52", ["0.52"]),
+        ("r = 0.52, p = 0.003", ["0.003"]),  # the last assertion counts
+        ("the mean is 0.52 or 0.61", ["0.52", "0.61"]),
+        ("Out of 300 rows, 12 match", ["300", "12"]),
+        ("(about 2.5)", ["2.5"]),  # parentheses before any value are no remark
+    ],
+)
+def test_committed_numbers(text: str, committed: list[str]) -> None:
+    assert [n.written for n in committed_numbers(prepare(text))] == committed
 
 
 # --------------------------------------------------------------------------------------- categorical
@@ -262,7 +305,9 @@ def test_single_choice_whose_text_contains_not_possible() -> None:
         ("16 3", False),
         ("1630", False),
         ("rows: one hundred sixty-three", False),
-        ("file run-003.csv has 163 rows", False),  # the first number is 003
+        ("file run-003.csv has 163 rows", True),  # digits in a file name are no number
+        ("Out of 300 rows, 163 match", False),  # two values: a hedge
+        ("163 or 164", False),
         ("163, not possible to be sure", False),
         ("", False),
         (None, False),
@@ -292,16 +337,16 @@ def test_integer_negative_and_units() -> None:
 @pytest.mark.parametrize(
     ("answer", "correct"),
     [
-        ("1.23", True),
-        ("1.235", True),  # three figures asked: only 1.2 is compared
-        ("1.234", True),
-        ("1.2", True),
-        ("1.249", True),
-        ("1.15", True),  # rounds half to even: 1.2
+        ("1.23", True),  # rounded
+        ("1.234", True),  # full precision
+        ("1.2340", True),
+        ("1.235", True),  # the paper's example: within one unit of the truth
+        ("1.24", True),  # the last digit off by one
+        ("1.22", True),
+        ("1.21", False),  # two units off
+        ("1.25", False),
+        ("1.2", False),  # fewer figures, more than one unit away
         ("1.3", False),
-        ("1.25", True),  # half to even: 1.2
-        ("1.251", False),
-        ("1.1", False),
         ("-1.23", False),
         ("12.3", False),
         ("approximately 1.23 units", True),
@@ -319,47 +364,97 @@ def test_continuous_three_figures(answer: JsonValue, correct: bool) -> None:
 @pytest.mark.parametrize(
     ("truth", "sig_figs", "answer", "correct"),
     [
-        (1.234, 2, "1", True),  # sig_figs - 1 == 1
-        (1.234, 2, "1.4", True),
-        (1.234, 2, "1.5", False),  # 1.5 -> 2 (half to even)
-        (1.234, 2, "0.9", False),
+        (22.542, 3, "22.5", True),  # the issue's case: correctly rounded was graded wrong
+        (22.542, 3, "22.54", True),
+        (22.542, 3, "22.6", True),
+        (22.542, 3, "22.4", True),
+        (22.542, 3, "22.7", False),
+        (22.542, 3, "22.3", False),
+        (4.512406, 2, "4.5", True),
+        (4.512406, 2, "4.6", True),
+        (4.512406, 2, "4.4", True),
+        (4.512406, 2, "5.4", False),
+        (4.512406, 2, "4.9", False),
+        (4.512406, 2, "4.7", False),
+        (4.512406, 2, "4.3", False),
+        (1.234, 2, "1.2", True),
+        (1.234, 2, "1.3", True),
+        (1.234, 2, "1.1", True),
+        (1.234, 2, "1", False),
+        (1.234, 2, "1.4", False),
         (0.0469316, 3, "0.0469", True),
         (0.0469316, 3, "0.047", True),
         (0.0469316, 3, "0.046", False),
         (0.0469316, 3, "0.47", False),
         (-0.024732544278541903, 2, "-0.025", True),
-        (-0.024732544278541903, 2, "-0.02", True),
+        (-0.024732544278541903, 2, "-0.024", True),  # truncated
+        (-0.024732544278541903, 2, "-0.026", True),
+        (-0.024732544278541903, 2, "-0.023", False),
+        (-0.024732544278541903, 2, "-0.02", False),
         (-0.024732544278541903, 2, "0.025", False),
         (-0.024732544278541903, 2, "-0.03", False),
-        (0.0, 3, "0", True),
+        (0.0, 3, "0", True),  # a zero truth: the unit is that of a truth of 1 (0.01 here)
         (0.0, 3, "0.00", True),
         (0.0, 3, "-0.0", True),
-        (0.0, 3, "1e-17", False),
+        (0.0, 3, "1e-17", True),  # floating-point noise around zero
+        (0.0, 3, "0.02", False),
         (168637.60270000002, 4, "168600", True),
         (168637.60270000002, 4, "168,638", True),
         (168637.60270000002, 4, "1.686e5", True),
-        (168637.60270000002, 4, "168700", True),  # 168700 -> 169000 too
+        (168637.60270000002, 4, "168700", True),
+        (168637.60270000002, 4, "168500", True),
         (168637.60270000002, 4, "168400", False),
+        (168637.60270000002, 4, "168800", False),
         (6.02214076e23, 3, "6.02e23", True),
-        (6.02214076e23, 3, "6.0E+23", True),
+        (6.02214076e23, 3, "6.03E+23", True),
+        (6.02214076e23, 3, "6.0E+23", False),
         (6.02214076e23, 3, "6.1e23", False),
         (1.5e-300, 2, "1.5e-300", True),
-        (1.5e-300, 2, "2e-300", True),  # 1.5 -> 2 at one figure
-        (1.5e-300, 2, "1e-300", False),
-        (9.96, 3, "10", True),  # 9.96 -> 10 at two figures
-        (9.96, 3, "9.9", False),
+        (1.5e-300, 2, "1.6e-300", True),
+        (1.5e-300, 2, "1.7e-300", False),
+        (1.5e-300, 2, "2e-300", False),
+        (9.96, 2, "10", True),  # the carry: 9.96 -> 10 at two figures
+        (9.96, 2, "9.9", True),
+        (9.96, 2, "9.8", False),
+        (9.96, 2, "11", False),
+        (9.96, 3, "10", False),  # at three figures 10 is four units away
+        (9.96, 3, "9.96", True),
         (261, 2, "261", True),
-        (261, 2, "300", True),
-        (261, 2, "200", False),
+        (261, 2, "260", True),
+        (261, 2, "270", True),
+        (261, 2, "250", True),
+        (261, 2, "280", False),
+        (261, 2, "300", False),
         (0.2860907533912841, 2, "0.29", True),
-        (0.2860907533912841, 2, "0.3", True),
+        (0.2860907533912841, 2, "0.28", True),
+        (0.2860907533912841, 2, "0.3", True),  # within one unit of 0.29
+        (0.2860907533912841, 2, "0.27", False),
         (0.2860907533912841, 2, "0.2", False),
         (1.0, 4, "1e-99999999999999999999", False),
         (1.0, 4, "1e99999999999999999", False),
+        (1.0, 4, "0." + "0" * 5000 + "1", False),
+        (1.0, 4, "1." + "0" * 5000 + "1", True),
     ],
 )
 def test_continuous_boundaries(truth: float, sig_figs: int, answer: str, correct: bool) -> None:
     assert verdict(cont(truth, sig_figs), answer) is correct
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False, min_value=-(10**12), max_value=10**12, places=9).filter(
+        lambda d: not d.is_zero()
+    ),
+    st.integers(min_value=2, max_value=4),
+)
+def test_continuous_rule_properties(truth: Decimal, figures: int) -> None:
+    """Rounded either way, truncated and exact answers are right; two units away from the truth is wrong."""
+    unit = Decimal((0, (1,), truth.adjusted() - figures + 1))
+    for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN):
+        assert continuous_correct(truth.quantize(unit, rounding=rounding), truth, figures)
+    assert continuous_correct(truth, truth, figures)
+    assert not continuous_correct(truth + 2 * unit, truth, figures)
+    assert not continuous_correct(truth - 2 * unit, truth, figures)
 
 
 @pytest.mark.parametrize(
@@ -448,13 +543,30 @@ def test_abstention_on_unanswerable(kind: str, answer: str, abstained: bool) -> 
 @pytest.mark.parametrize("kind", sorted(UNANSWERABLE))
 def test_abstention_with_a_number_or_choice_is_no_abstention(kind: str) -> None:
     answer = {
-        "integer": "not possible, 0 rows",
-        "continuous": "not possible (about 2.5)",
+        "integer": "0 rows, so not possible",
+        "continuous": "about 2.5 (not possible to be exact)",
         "yes_no": "no - not possible",
-        "categorical": f"not possible; maybe {TITLE}",
+        "categorical": f"{TITLE}? not possible",
     }[kind]
     result = grade(q(UNANSWERABLE[kind]), answer)
     assert not result.abstained and not result.correct
+
+
+@pytest.mark.parametrize("kind", sorted(UNANSWERABLE))
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "not possible: run-003.csv does not exist",
+        "Not possible - no row has dose 5 in HEK293-combo/0.json",
+        "not possible (about 2.5)",
+        f"not possible; maybe {TITLE}, or yes, 3 rows",
+        "**Answer:** Not possible. The file has no rows where vo2 > 3.",
+    ],
+)
+def test_abstention_is_decided_the_same_way_for_every_kind(kind: str, answer: str) -> None:
+    """What follows "not possible" is its explanation, whatever values it names."""
+    result = grade(q(UNANSWERABLE[kind]), extract_answer(answer))
+    assert result.abstained and result.correct
 
 
 @pytest.mark.parametrize("question", [README_YES, EXT_JSON, TITLE_Q, COUNT, cont(1.234, 3)], ids=lambda d: d["id"])
@@ -729,6 +841,68 @@ def test_grading_never_crashes(response: str, value: JsonValue) -> None:
             assert isinstance(result.correct, bool) and isinstance(result.abstained, bool)
             assert not (result.correct and result.abstained and question.answerable)
             json.dumps(result.extracted)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(line=st.one_of(st.text(), TEXT_JUNK, JSON_JUNK.map(lambda v: json.dumps(v, default=str))))
+def test_reading_any_line_raises_only_an_input_error(line: str) -> None:
+    """Arbitrary lines in an answers or questions file: a graded record or one GradingInputError, nothing else."""
+    for parse in (parse_answers, parse_questions):
+        try:
+            parse([line], "f.jsonl")
+        except GradingInputError as exc:
+            assert str(exc).startswith("f.jsonl:1: ")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"id": "7-readme-1", "answer": 1e99999999999999999999}',
+        '{"id": "7-readme-1", "answer": -1E-1000000000000000000, "note": 1e1000000000000000000}',
+        '{"id": "7-readme-1", "response": "x", "extra": [1e99999999999999999999]}',
+        '{"id": "7-readme-1", "response": "{\\"answer\\": 1e99999999999999999999}"}',
+    ],
+)
+def test_huge_exponents_anywhere_are_graded(line: str) -> None:
+    """A JSON number beyond Decimal's range once crashed the whole run (decimal.InvalidOperation)."""
+    (answer,) = parse_answers([line], "a.jsonl")
+    for question in ALL_KIND_QUESTIONS:
+        result = grade(question, answer.answer)
+        assert isinstance(result.correct, bool) and isinstance(result.abstained, bool)
+    assert not grade(q(cont(1.234, 3)), answer.answer).correct
+
+
+TEN_MB = 10 * 1024 * 1024
+HOSTILE = {
+    "braces": "{" * TEN_MB,
+    "latex fractions": "\\frac{a}{b}" * (TEN_MB // 11),
+    "digits": "7" * TEN_MB,
+    "numbers": "1 2 " * (TEN_MB // 4),
+    "same number": "1," * (TEN_MB // 2),
+    "answer keys": '{"answer": ' * (TEN_MB // 11),
+    "unterminated answer": '{"answer": "' + "x" * TEN_MB,
+    "deep answer": '{"answer": ' + "[" * TEN_MB,
+    "choices": "yes no jsonl " * (TEN_MB // 13),
+    "abstentions": "not possible " * (TEN_MB // 13),
+    "markers": "Answer: 1\n" * (TEN_MB // 10),
+    "boxes": "\\boxed{" * (TEN_MB // 7),
+    "powers": "1 x 10^" * (TEN_MB // 7),
+    "unicode": "\u00e9\u2212\ufb01 " * (TEN_MB // 4),
+    "parentheses": "1 " + "(" * (TEN_MB // 2) + ")" * (TEN_MB // 2),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_ten_megabyte_response_is_graded_in_under_a_second(name: str) -> None:
+    """The issue asks for this bound: grading is linear, so one agent's output cannot stall a CI job."""
+    response = HOSTILE[name]
+    for question in (q(README_YES), q(TITLE_Q), q(EXT_JSON), q(COUNT), q(cont(1.234, 3))):
+        start = time.perf_counter()
+        result = grade(question, extract_answer(response))
+        elapsed = time.perf_counter() - start
+        assert elapsed < 1.0, f"{name}: {elapsed:.2f} s for {question.type}"
+        assert isinstance(result.correct, bool)
 
 
 # ----------------------------------------------------------------------------------- command line
