@@ -140,7 +140,7 @@ def _sentence_after(response: str, start: int) -> str:
             break
         start = stop + 1
     end = _SENTENCE_END.search(line)
-    return (line[: end.start()] if end else line).rstrip(".").strip()
+    return (line[: end.start()] if end else line).rstrip(".!").strip()
 
 
 def answer_text(value: JsonValue) -> str:

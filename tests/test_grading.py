@@ -218,7 +218,8 @@ def test_committed_numbers(text: str, committed: list[str]) -> None:
         ("jsonl", False),  # "json" is not found inside "jsonl"; jsonl is another choice
         ("JSONL files", False),
         ("json or csv", False),
-        ("json (not jsonl)", False),
+        ("json (not jsonl)", True),  # a remark in parentheses after the choice is no answer
+        ("jsonl (not json)", False),
         ("xlsx", False),
         ("jsonish", False),
         ("not possible", False),
