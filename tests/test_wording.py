@@ -115,7 +115,8 @@ def problems_of(record: dict[str, Any]) -> list[str]:
         test = query.get("test") or {}
         if test.get("name") == "welch":
             groups = test.get("groups") or []
-            if len(groups) != 2 or not all(groups) or not all(f" is {g} " in text for g in groups):
+            named = all(re.search(rf"\bis {re.escape(str(g))}\b", text) for g in groups)
+            if len(groups) != 2 or not all(groups) or not named:
                 problems.append(f"{where}: Welch groups not named ({groups})")
     return problems
 
@@ -149,7 +150,7 @@ README_PREMISE = re.compile(r"\bThe README (?:names|contains|includes|has|gives)
 
 def paraphrase_problems(record: dict[str, Any]) -> list[str]:
     problems: list[str] = []
-    template, *paraphrases = texts(record)
+    paraphrases = texts(record)[1:]
     wanted_placeholders = sorted(PLACEHOLDER.findall(record["question"]))
     for i, (raw, text) in enumerate(zip(record["paraphrases"], paraphrases, strict=True), start=1):
         where = f"{record['id']} paraphrase {i}"
@@ -201,7 +202,8 @@ def wording_digest(seed: int) -> str:
 
 def test_question_texts_match_the_golden_digests() -> None:
     """The wording is part of the benchmark: a change to it is deliberate (regenerate with
-    ``python -c "from tests.test_wording import write_golden; write_golden()"`` and say why in the commit)."""
+    ``python3 -c "import sys; sys.path.insert(0, 'tests'); import test_wording; test_wording.write_golden()"``
+    and say why in the commit)."""
     golden = json.loads(GOLDEN.read_text())
     assert {seed: wording_digest(int(seed)) for seed in golden} == golden
 
