@@ -32,7 +32,7 @@ STATUSES = ("generated", "repaired", "fallback", "added")
 MAX_SPEC_BYTES = 1 << 20
 # A hand-written or generated spec may change the generation parameters; a hostile one could ask for files of
 # billions of cells. Bound the cells of one file (the default is at most 300 rows x 40 columns).
-MAX_CELLS_PER_FILE = 2_000_000
+MAX_CELLS_PER_FILE = 500_000
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
