@@ -79,7 +79,7 @@ def build_command(
     engine_options: dict[str, Any],
     quiet: bool,
 ) -> None:
-    """Generate the specs of SEEDS (e.g. 1-200) into PACK; rerun to resume an interrupted build."""
+    """Generate the specs of SEEDS (like 1-200) into PACK; rerun to resume an interrupted build."""
     from generators.llm import BackendError, make_backend
     from generators.llm.base import Sampling
     from generators.llm.pipeline import BuildOptions, build, build_metadata, open_for_build
