@@ -11,7 +11,9 @@ seed it is filed under, and stay within size limits. Errors name the pack, the s
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
@@ -127,19 +129,29 @@ class SpecPack:
         target = Path(path)
         if not target.is_file():
             raise PackError(f"{target}: no such pack file")
-        mode = "rw" if writable else "ro"
+        journal = target.with_name(target.name + "-journal")
         try:
-            db = sqlite3.connect(
-                f"{target.resolve().as_uri()}?mode={mode}", uri=True, check_same_thread=False, isolation_level=None
-            )
-            # Untrusted file: no code in the schema (triggers, views) may call functions, and check cells.
-            db.execute("PRAGMA trusted_schema = OFF")
-            db.execute("PRAGMA cell_size_check = ON")
+            if not writable and journal.exists() and os.access(target, os.W_OK):
+                # A writer was killed inside a transaction: its journal holds the pages to restore. A read-only
+                # connection cannot roll it back, so a writable one does (restoring the last committed state).
+                with contextlib.closing(cls._connect(target, "rw")) as db:
+                    db.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+            db = cls._connect(target, "rw" if writable else "ro")
             pack = cls(target, db, writable)
             pack._check_schema()
         except sqlite3.Error as exc:
             raise PackError(f"{target}: not an sgfs spec pack ({exc})") from None
         return pack
+
+    @staticmethod
+    def _connect(target: Path, mode: str) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            f"{target.resolve().as_uri()}?mode={mode}", uri=True, check_same_thread=False, isolation_level=None
+        )
+        # Untrusted file: no code in the schema (triggers, views) may call functions, and check cells.
+        db.execute("PRAGMA trusted_schema = OFF")
+        db.execute("PRAGMA cell_size_check = ON")
+        return db
 
     def _check_schema(self) -> None:
         for table, columns in _COLUMNS.items():
