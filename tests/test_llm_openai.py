@@ -189,6 +189,9 @@ def test_build_against_the_stand_in(stand_in: tuple[StandIn, str], tmp_path: Pat
     spec = json.loads(cli("spec", VALID, "--specs", pack_path).stdout)
     assert spec["project"]["title"] == model_title(VALID)
     assert cli("digest", HOSTILE, "--specs", pack_path).stdout.strip() == generators.repository(HOSTILE).digest()
+    listing = cli("specs", "ls", pack_path).stdout
+    assert "# statuses: generated 4, repaired 1, fallback 1, added 0" in listing
+    assert "# tokens: prompt 9000, completion 4500" in listing  # 9 answers: 4 valid, 2 (repaired), 3 (hostile)
     # A rerun finds everything done and sends nothing.
     before = sum(len(v) for v in model.requests.values())
     again = build(pack_path, base_url)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from generators.packs import PackError, SpecPack
+from generators.packs import STATUSES, PackError, SpecPack
 from generators.spec import SpecError, from_json
 from sgfs.errors import SgfsError
 from sgfs.seeds import open_pack, parse_seed, parse_seed_list
@@ -169,7 +169,12 @@ def ls_command(pack_path: str) -> None:
             for key, value in pack.metadata.items():
                 click.echo(f"# {key}: {json.dumps(value, sort_keys=True)}")
             entries = list(pack.entries())
+            statuses = {status: sum(e.status == status for e in entries) for status in STATUSES}
             click.echo(f"# specs: {len(entries)}; digest: {pack.pack_digest()}")
+            click.echo("# statuses: " + ", ".join(f"{k} {v}" for k, v in statuses.items()))
+            prompt, completion = sum(e.prompt_tokens for e in entries), sum(e.completion_tokens for e in entries)
+            click.echo(f"# tokens: prompt {prompt}, completion {completion}")
+            click.echo("# seed\tstatus\tattempts\ttokens\tdigest\ttitle")
             for entry in entries:
                 title = _title(pack, entry.seed)
                 tokens = entry.prompt_tokens + entry.completion_tokens
