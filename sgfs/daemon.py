@@ -24,8 +24,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
+import generators
+from generators import Repository
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.seeds import mount_repositories, parse_seed_list
 from sgfs.source import DEFAULT_CACHE_MB, MIB, MountSource
 
 log = logging.getLogger("sgfs.mount")
@@ -153,7 +155,14 @@ def _detach_stderr() -> None:
     os.close(devnull)
 
 
-def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr: bool = False) -> None:
+def serve(
+    mountpoint: str,
+    seeds: Sequence[int],
+    cache_mb: int,
+    *,
+    detach_stderr: bool = False,
+    factory: Callable[[int], Repository] | None = None,
+) -> None:
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
     fuse = check_fuse()
     mnt = check_mount_point(mountpoint)
@@ -161,7 +170,7 @@ def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr
         raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
     from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
 
-    source = MountSource(seeds, cache_bytes=cache_mb * MIB)
+    source = MountSource(seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository)
     ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
@@ -197,11 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-mb", type=int, default=DEFAULT_CACHE_MB)
     parser.add_argument("--log", default=None, help="log file (default: stderr)")
     parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
+    parser.add_argument("--specs", default=None, help="spec pack to serve")
+    parser.add_argument("--fallback", default=None, choices=["procedural"], help="for seeds outside the pack")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
         setup_logging(args.log)
-        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background)
+        factory = mount_repositories(args.specs, args.fallback) if args.specs else None
+        if factory is not None and not seeds:
+            seeds = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
+        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background, factory=factory)
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return exc.exit_code

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from generators import MAX_SEED, Repository, SpecError, build_spec
+from generators.packs import PackError, PackRepositories, SeedNotInPack, SpecPack
 from generators.spec import from_json
 from sgfs.errors import SgfsError
 
@@ -53,12 +55,56 @@ def load_spec_file(path: str) -> Repository:
         raise SgfsError(f"invalid spec file {path}: {exc}") from None
 
 
-def open_repository(source: str) -> Repository:
-    """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``)."""
-    if source.endswith(".json"):
-        return load_spec_file(source)
-    seed = parse_seed(source)
+RepositoryFactory = Callable[[int], Repository]
+
+
+def procedural_repository(seed: int) -> Repository:
     try:
         return Repository(build_spec(seed))
     except SpecError as exc:  # a builder bug, reported rather than hidden
         raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+
+
+def open_pack(path: str) -> SpecPack:
+    try:
+        return SpecPack.open(path)
+    except PackError as exc:
+        raise SgfsError(str(exc)) from None
+
+
+def repository_factory(specs: str | None, fallback: str | None = None) -> RepositoryFactory:
+    """Where specs come from: the procedural builder, or a spec pack (``--specs``, ``--fallback``)."""
+    if specs is None:
+        if fallback is not None:
+            raise SgfsError("--fallback only applies with --specs PACK")
+        return procedural_repository
+    repositories = PackRepositories(open_pack(specs), fallback=fallback == "procedural")
+
+    def from_pack(seed: int) -> Repository:
+        try:
+            return repositories(seed)
+        except SeedNotInPack as exc:
+            raise SgfsError(f"{exc} (use --fallback procedural for seeds outside the pack)") from None
+        except PackError as exc:
+            raise SgfsError(str(exc)) from None
+
+    return from_pack
+
+
+def open_repository(source: str, factory: RepositoryFactory = procedural_repository) -> Repository:
+    """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``)."""
+    if source.endswith(".json"):
+        return load_spec_file(source)
+    return factory(parse_seed(source))
+
+
+def mount_repositories(specs: str, fallback: str | None) -> PackRepositories:
+    """The mount's repository factory over a pack, checked whole before serving: a hostile or corrupt pack is
+    refused at mount time (seed and field named) rather than answering EIO later. Seeds outside the pack
+    raise PathNotFound (ENOENT through the mount) unless ``fallback``."""
+    pack = open_pack(specs)
+    problems = pack.verify()
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise SgfsError(f"{problems[0]}{more}")
+    return PackRepositories(pack, fallback=fallback == "procedural")

@@ -16,6 +16,7 @@ from sgfs.cli.grade import grade_command
 from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
 from sgfs.cli.mount import mount_command, unmount_command
 from sgfs.cli.qa import qa_command
+from sgfs.cli.specs import specs_group
 from sgfs.errors import SgfsError
 
 
@@ -36,6 +37,7 @@ for command in (
     unmount_command,
     qa_command,
     grade_command,
+    specs_group,
 ):
     cli.add_command(command)
 

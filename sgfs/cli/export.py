@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument
+from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument, specs_options
 from sgfs.errors import SgfsError
-from sgfs.seeds import open_repository
+from sgfs.seeds import open_repository, repository_factory
 
 
 @click.command(
@@ -23,8 +23,11 @@ from sgfs.seeds import open_repository
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def export_command(source: str, directory: Path, force: bool, quiet: bool) -> None:
-    repo = open_repository(source)
+@specs_options
+def export_command(
+    source: str, directory: Path, force: bool, quiet: bool, specs: str | None, fallback: str | None
+) -> None:
+    repo = open_repository(source, repository_factory(specs, fallback))
     if directory.exists() and any(directory.iterdir()) and not force:
         raise SgfsError(f"{directory} is not empty (use --force to write into it)")
     paths = repo.file_paths()

@@ -8,9 +8,9 @@ import click
 
 from generators import PathNotFound, Repository
 from generators.spec import from_json
-from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument
+from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument, specs_options
 from sgfs.errors import SgfsError
-from sgfs.seeds import load_spec_file, open_repository
+from sgfs.seeds import load_spec_file, open_repository, repository_factory
 
 
 def _missing(source: str, path: str) -> SgfsError:
@@ -23,8 +23,9 @@ def _missing(source: str, path: str) -> SgfsError:
     help=f"Print every file path of a repository, one per line, sorted.\n\n{SOURCE_HELP}",
 )
 @source_argument
-def tree_command(source: str) -> None:
-    repo = open_repository(source)
+@specs_options
+def tree_command(source: str, specs: str | None, fallback: str | None) -> None:
+    repo = open_repository(source, repository_factory(specs, fallback))
     sys.stdout.write("".join(f"{p}\n" for p in repo.file_paths()))
 
 
@@ -35,8 +36,9 @@ def tree_command(source: str) -> None:
 )
 @source_argument
 @click.argument("path", default="")
-def ls_command(source: str, path: str) -> None:
-    repo = open_repository(source)
+@specs_options
+def ls_command(source: str, path: str, specs: str | None, fallback: str | None) -> None:
+    repo = open_repository(source, repository_factory(specs, fallback))
     try:
         node = repo.lookup(path)
         if not node.is_dir:
@@ -56,8 +58,9 @@ def ls_command(source: str, path: str) -> None:
 )
 @source_argument
 @click.argument("path")
-def cat_command(source: str, path: str) -> None:
-    repo = open_repository(source)
+@specs_options
+def cat_command(source: str, path: str, specs: str | None, fallback: str | None) -> None:
+    repo = open_repository(source, repository_factory(specs, fallback))
     try:
         if repo.lookup(path).is_dir:
             raise SgfsError(f"is a directory in repository {source}: {path}")
@@ -74,8 +77,9 @@ def cat_command(source: str, path: str) -> None:
     help=f"Print the SHA-256 of a whole repository (paths and bytes).\n\n{SOURCE_HELP}",
 )
 @source_argument
-def digest_command(source: str) -> None:
-    click.echo(open_repository(source).digest())
+@specs_options
+def digest_command(source: str, specs: str | None, fallback: str | None) -> None:
+    click.echo(open_repository(source, repository_factory(specs, fallback)).digest())
 
 
 @click.command(
@@ -85,12 +89,13 @@ def digest_command(source: str) -> None:
 )
 @source_argument
 @click.option("--check", is_flag=True, help="Only validate SEED as a spec file; print 'ok' when it is valid.")
-def spec_command(source: str, check: bool) -> None:
+@specs_options
+def spec_command(source: str, check: bool, specs: str | None, fallback: str | None) -> None:
     if check:
         repo: Repository = load_spec_file(source)
         click.echo(f"ok: {repo.spec.project.title}")
         return
-    spec = open_repository(source).spec
+    spec = open_repository(source, repository_factory(specs, fallback)).spec
     text = spec.to_json()
     assert from_json(text) == spec  # the round trip is part of the contract
     sys.stdout.write(text)

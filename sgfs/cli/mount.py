@@ -13,6 +13,7 @@ from typing import IO
 import click
 
 import sgfs
+from sgfs.cli.options import specs_options
 from sgfs.daemon import (
     FSTYPE,
     LIBFUSE_NOISE,
@@ -24,7 +25,7 @@ from sgfs.daemon import (
     setup_logging,
 )
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.seeds import mount_repositories, parse_seed_list
 from sgfs.source import DEFAULT_CACHE_MB
 
 START_TIMEOUT_S = 30.0
@@ -56,8 +57,25 @@ the mount answers; stop it with `sgfs unmount MNT`.
     default=None,
     help="Write the daemon's log here (default: stderr with --foreground, discarded in the background).",
 )
-def mount_command(mountpoint: str, seeds: str, foreground: bool, cache_mb: int, log_file: str | None) -> None:
+@specs_options
+def mount_command(
+    mountpoint: str,
+    seeds: str,
+    foreground: bool,
+    cache_mb: int,
+    log_file: str | None,
+    specs: str | None,
+    fallback: str | None,
+) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
+    factory = None
+    if specs is not None:
+        specs = os.path.abspath(specs)  # the daemon runs from "/"
+        factory = mount_repositories(specs, fallback)  # refuses a corrupt or hostile pack before mounting
+        if not seeds.strip():
+            seed_list = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
+    elif fallback is not None:
+        raise SgfsError("--fallback only applies with --specs PACK")
     check_fuse()
     mnt = check_mount_point(mountpoint)
     if log_file is not None:
@@ -69,9 +87,9 @@ def mount_command(mountpoint: str, seeds: str, foreground: bool, cache_mb: int, 
             raise SgfsError(f"cannot write log file {log_file}: {exc.strerror or exc}") from None
     if foreground:
         setup_logging(log_file)
-        serve(mnt, seed_list, cache_mb)
+        serve(mnt, seed_list, cache_mb, factory=factory)
         return
-    pid = _start_daemon(mnt, seeds, cache_mb, log_file)
+    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback)
     listed = f"{len(seed_list)} seed{'s' * (len(seed_list) != 1)} listed" if seed_list else "no seed listed"
     click.echo(f"mounted sgfs at {mnt} ({listed}; daemon pid {pid})", err=True)
 
@@ -91,10 +109,16 @@ def unmount_command(mountpoint: str) -> None:
     click.echo(f"unmounted {mnt}", err=True)
 
 
-def _start_daemon(mnt: str, seeds: str, cache_mb: int, log_file: str | None) -> int:
+def _start_daemon(
+    mnt: str, seeds: str, cache_mb: int, log_file: str | None, specs: str | None, fallback: str | None
+) -> int:
     """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
     args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
     args.append("--background")
+    if specs is not None:
+        args += ["--specs", specs]
+    if fallback is not None:
+        args += ["--fallback", fallback]
     if log_file is not None:
         args += ["--log", log_file]
     env = dict(os.environ)

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, TextIO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from generators import Repository, SpecError, build_spec
+from sgfs.cli.options import specs_options
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.seeds import RepositoryFactory, parse_seed_list, repository_factory
 
 if TYPE_CHECKING:
     from qa.generate import Options
@@ -45,14 +45,18 @@ def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> 
     help="Target share of unanswerable questions.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool) -> None:
+@specs_options
+def qa_command(
+    seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool, specs: str | None, fallback: str | None
+) -> None:
     """Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)."""
     from qa.generate import Options  # scipy is heavy: only the commands that need it import it
 
     seed_list = parse_seed_list(seeds)
+    factory = repository_factory(specs, fallback)
     options = Options(per_type=per_type, unanswerable=unanswerable)
     if out == "-":
-        _write(seed_list, options, sys.stdout, quiet=True)
+        _write(seed_list, factory, options, sys.stdout, quiet=True)
         return
     target = Path(out)
     if target.is_dir():
@@ -63,7 +67,7 @@ def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: 
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            count = _write(seed_list, options, stream, quiet=quiet)
+            count = _write(seed_list, factory, options, stream, quiet=quiet)
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -71,7 +75,7 @@ def qa_command(seeds: str, out: str, per_type: int, unanswerable: float, quiet: 
     click.echo(f"wrote {count} questions for {len(seed_list)} repositories to {out}", err=True)
 
 
-def _write(seed_list: list[int], options: Options, stream: TextIO, quiet: bool) -> int:
+def _write(seed_list: list[int], factory: RepositoryFactory, options: Options, stream: TextIO, quiet: bool) -> int:
     from qa.generate import generate
 
     count = 0
@@ -79,10 +83,7 @@ def _write(seed_list: list[int], options: Options, stream: TextIO, quiet: bool) 
     with Progress(*columns, disable=quiet or not sys.stderr.isatty(), transient=True) as progress:
         task = progress.add_task("qa", total=len(seed_list))
         for seed in seed_list:
-            try:
-                repository = Repository(build_spec(seed))
-            except SpecError as exc:
-                raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+            repository = factory(seed)
             for question in generate(repository, options):
                 stream.write(json.dumps(question.to_dict(), ensure_ascii=False) + "\n")
                 count += 1
