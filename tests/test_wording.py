@@ -115,7 +115,7 @@ def problems_of(record: dict[str, Any]) -> list[str]:
         test = query.get("test") or {}
         if test.get("name") == "welch":
             groups = test.get("groups") or []
-            named = all(re.search(rf"\bis {re.escape(str(g))}\b", text) for g in groups)
+            named = all(re.search(rf"\bis {re.escape(str(g))}(?!\w)", text) for g in groups)
             if len(groups) != 2 or not all(groups) or not named:
                 problems.append(f"{where}: Welch groups not named ({groups})")
     return problems
