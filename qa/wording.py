@@ -110,7 +110,17 @@ def _number(value: float) -> str:
 
 def _closing(draft: Draft) -> str:
     figures = f" Give the answer to {draft.sig_figs} significant figures." if draft.sig_figs else ""
-    return f"{layout_note(draft)}{figures} {UNANSWERABLE_NOTE}"
+    return f"{layout_note(draft)}{_missing_target(draft)}{figures} {UNANSWERABLE_NOTE}"
+
+
+def _missing_target(draft: Draft) -> str:
+    """A question about one named file or directory says what to answer when it does not exist: a count of
+    zero would otherwise be a natural, wrong, answer."""
+    if draft.type == "prefix":
+        return ' If there is no such directory, answer "not possible".'
+    if draft.type in ("count_rows", "univariate_single_file"):
+        return ' If there is no such file, answer "not possible".'
+    return ""
 
 
 def layout_note(draft: Draft) -> str:
@@ -204,7 +214,7 @@ def templated(draft: Draft) -> str:
             "jsonl, xlsx, txt, log."
         )
     elif t == "count_rows":
-        text = f"How many data rows (not counting the header) does the file {{path}} contain{where}?"
+        text = f"How many data rows (records, not counting any header line) does the file {{path}} contain{where}?"
     elif t == "prefix":
         text = (
             "How many data files are stored under the directory {path}, counting all of its subdirectories "
@@ -293,7 +303,7 @@ def _plain(draft: Draft) -> str:
             "Which format are the data tables saved in? Give the file extension (csv, json, jsonl, xlsx, txt or log)."
         )
     if t == "count_rows":
-        return f"How many records are in {{path}}{only}? Do not count the header."
+        return f"How many records are in {{path}}{only}? Do not count any header line."
     if t == "prefix":
         return "Counting every subfolder, how many data files sit inside {path}? Ignore README files."
     if t == "condition":
@@ -332,7 +342,7 @@ def _restructured(draft: Draft) -> str:
     if t == "extension":
         return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
     if t == "count_rows":
-        return f"Open {{path}}.{keep} How many data rows remain (header excluded)?"
+        return f"Open {{path}}.{keep} How many data rows remain (any header line excluded)?"
     if t == "prefix":
         return (
             "Take the folder {path} and everything beneath it. How many data files does it hold "
@@ -382,12 +392,12 @@ def _request(draft: Draft) -> str:
             "(csv, json, jsonl, xlsx, txt or log)?"
         )
     if t == "count_rows":
-        return f"I'm checking sample sizes: how many data rows does {{path}} hold{only.rstrip(',')}? Header excluded."
-    if t == "prefix":
         return (
-            "I'm auditing the folder {path}: how many data files are in it, subfolders included? "
-            "Leave README files out."
+            f"I'm checking sample sizes: how many data rows does {{path}} hold{only.rstrip(',')}? "
+            "Any header line excluded."
         )
+    if t == "prefix":
+        return "I'm auditing a folder: how many data files are in {path}, subfolders included? Leave README files out."
     if t == "condition":
         return f"I'm planning a subset analysis on runs where {paths}. How many data files qualify?"
     if t == "univariate_single_file":
