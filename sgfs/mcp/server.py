@@ -1,0 +1,110 @@
+"""``sgfs mcp``: the read-only filesystem tools served by the official MCP Python SDK (v2, ``MCPServer``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
+from sgfs.source import MountSource
+
+SERVER_NAME = "sgfs"
+INSTRUCTIONS = (
+    "Read-only scientific data repositories. The root holds one directory per repository, named by its seed "
+    "(an integer, e.g. 118); every path is relative to the root, e.g. 118/README.md. Nothing can be written."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+PathArg = Annotated[str, Field(description="Path relative to the root, starting with the seed, e.g. 118/data")]
+
+DESCRIPTIONS = {
+    "list_directory": (
+        "List one directory: one line per entry, [DIR] or [FILE] then the name. "
+        "The root lists repositories by seed. Example: list_directory(path='118')"
+    ),
+    "directory_tree": (
+        "Nested JSON of the entries below a directory, down to `depth` levels (1-"
+        f"{MAX_TREE_DEPTH}, default 3), each {{name, type, children}}. Example: directory_tree(path='118', depth=2)"
+    ),
+    "read_text_file": (
+        "Return a text file's content exactly; head=N gives only its first N lines, tail=N only its last N "
+        "(not both). Example: read_text_file(path='118/run_01.csv', head=40)"
+    ),
+    "read_binary_file": (
+        "Return a file's bytes as base64 in JSON {path, mime_type, size, base64}, for binary files such as .xlsx; "
+        f"files over {BINARY_CAP_BYTES} bytes are refused. Example: read_binary_file(path='118/run_01.xlsx')"
+    ),
+    "get_file_info": (
+        "Type, size in bytes, permissions and modification time of a file or directory. "
+        "Example: get_file_info(path='118/run_01.csv')"
+    ),
+    "search_files": (
+        "Find files and directories below `path` whose name matches a glob (* and ? within a name); "
+        "a pattern with / matches the path below `path` (** spans directories). One path per line. "
+        "Example: search_files(path='118', pattern='*.csv')"
+    ),
+}
+
+
+def _guarded(call: Callable[[], Any]) -> Any:
+    """A ToolFailure becomes the SDK's ToolError: an error result with the message, the server keeps going."""
+    try:
+        return call()
+    except ToolFailure as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build_server(source: MountSource) -> MCPServer[Any]:
+    """An MCP server whose tools read ``source``; run it with ``run_server`` or connect to it in memory."""
+    tools = RepositoryTools(source)
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def list_directory(path: PathArg = "") -> str:
+        return str(_guarded(lambda: tools.list_directory(path)))
+
+    def directory_tree(
+        path: PathArg = "",
+        depth: Annotated[int, Field(description="Levels to descend, 1 = the directory's own entries")] = 3,
+    ) -> str:
+        return str(_guarded(lambda: tools.directory_tree(path, depth)))
+
+    def read_text_file(
+        path: PathArg,
+        head: Annotated[int | None, Field(description="Only the first N lines")] = None,
+        tail: Annotated[int | None, Field(description="Only the last N lines")] = None,
+    ) -> str:
+        return str(_guarded(lambda: tools.read_text_file(path, head, tail)))
+
+    def read_binary_file(path: PathArg) -> str:
+        return json.dumps(_guarded(lambda: tools.read_binary_file(path)))
+
+    def get_file_info(path: PathArg) -> str:
+        return str(_guarded(lambda: tools.get_file_info(path)))
+
+    def search_files(
+        path: PathArg,
+        pattern: Annotated[str, Field(description="Glob, e.g. *.csv, or with a slash: **/ph_7/*.csv")],
+    ) -> str:
+        return str(_guarded(lambda: tools.search_files(path, pattern)))
+
+    for function in (list_directory, directory_tree, read_text_file, read_binary_file, get_file_info, search_files):
+        name = function.__name__
+        server.add_tool(
+            function, name=name, description=DESCRIPTIONS[name], annotations=READ_ONLY, structured_output=False
+        )
+    return server
+
+
+def run_server(source: MountSource, transport: str, host: str, port: int) -> None:
+    """Serve until the client disconnects (stdio) or the process is interrupted (http)."""
+    server = build_server(source)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
