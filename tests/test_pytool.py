@@ -144,3 +144,14 @@ def test_environment_is_not_inherited(workspace: Path, monkeypatch: pytest.Monke
     assert "SGFS_TEST_SECRET" not in result.output and "TMPDIR" in result.output
     assert run_python("", workspace, FAST).for_model() == "[no output]"
     assert os.environ["SGFS_TEST_SECRET"] == "hunter2"
+
+
+def test_shell_commands_run_under_the_same_limits(workspace: Path) -> None:
+    from sgfs.pytool import run_shell
+
+    listing = run_shell("ls; echo done > new.txt", workspace, FAST)
+    assert listing.output.splitlines()[0] == "README.md" and "new.txt" in listing.output
+    assert listing.exit_code != 0 and not (workspace / "new.txt").exists()
+    assert run_shell("sleep 30", workspace, PythonLimits(timeout_s=1)).timed_out
+    python = run_shell("python3 -c 'import sys; print(sys.flags.isolated)'", workspace, FAST)
+    assert python.exit_code == 0, python.output

@@ -3,8 +3,8 @@
 It isolates itself where the kernel lets it (new network and mount namespaces, every mount read-only but a
 size-limited private scratch directory, the ``TMPDIR`` the parent made, then every capability dropped, so
 that even root can neither undo the mounts nor bypass file modes), limits its address space, reports what
-it achieved on a status pipe, then runs the code it reads from stdin as ``__main__``. Standard library only:
-its text is passed as an argument, not imported.
+it achieved on a status pipe, then runs the code it reads from stdin as ``__main__`` (or executes the command
+it was given). Standard library only: its text is passed as an argument, not imported.
 """
 
 from __future__ import annotations
@@ -100,8 +100,11 @@ def main() -> None:
     os.chdir(config["cwd"])
     with os.fdopen(config["status_fd"], "w") as report:
         report.write(json.dumps(status))
-    code = sys.stdin.read()
+    code = "" if config.get("argv") else sys.stdin.read()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    if config.get("argv"):  # a command (the shell tool) instead of Python code: same limits, same isolation
+        sys.stdout.flush()
+        os.execvp(config["argv"][0], config["argv"])
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the interpreter's stdin for the rest of the run
     sys.argv = ["-c"]
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}

@@ -64,7 +64,7 @@ class PythonResult:
 def child_environment(scratch: str) -> dict[str, str]:
     """What the child sees: a fixed set, one thread per numeric library so the memory limit holds."""
     return {
-        "PATH": os.defpath,
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.defpath.lstrip(os.pathsep)]),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "HOME": scratch,
@@ -111,6 +111,15 @@ class _Capture:
 
 def run_python(code: str, cwd: str | os.PathLike[str], limits: PythonLimits = PythonLimits()) -> PythonResult:
     """Run ``code`` with ``cwd`` as working directory; never raises for anything the code does."""
+    return _run(code, None, cwd, limits)
+
+
+def run_shell(command: str, cwd: str | os.PathLike[str], limits: PythonLimits = PythonLimits()) -> PythonResult:
+    """Run ``bash -c command`` under the same limits and isolation as ``run_python``."""
+    return _run("", ["bash", "-c", command], cwd, limits)
+
+
+def _run(code: str, argv: list[str] | None, cwd: str | os.PathLike[str], limits: PythonLimits) -> PythonResult:
     start = time.monotonic()
     scratch = tempfile.mkdtemp(prefix="sgfs-python-")
     status_read, status_write = os.pipe()
@@ -121,6 +130,7 @@ def run_python(code: str, cwd: str | os.PathLike[str], limits: PythonLimits = Py
         "scratch_dir": scratch,
         "scratch_mb": limits.scratch_mb,
         "status_fd": status_write,
+        "argv": argv,
     }
     try:
         process = subprocess.Popen(
