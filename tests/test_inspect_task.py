@@ -112,7 +112,7 @@ def test_log_counts_tokens_and_tool_calls(eval_log: Any) -> None:
     tool_messages = [m for m in readme.messages if isinstance(m, ChatMessageTool)]
     assert "no such file or directory: 34/nope.md" in tool_messages[0].error.message
     assert tool_messages[1].text == "".join(repo(SEED).read("README.md").decode().splitlines(keepends=True)[:5])
-    rows = [m for m in samples["34-count_rows-1"].messages if isinstance(m, ChatMessageTool)][0]
+    rows = next(m for m in samples["34-count_rows-1"].messages if isinstance(m, ChatMessageTool))
     assert rows.text.strip() == str(repo(SEED).read("yamada-4/25/lineA.csv").count(b"\n") - 1)
     assert samples["34-abstract-1"].error is not None
 
