@@ -237,3 +237,47 @@ def test_questions_file(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     task = infinite_science(questions=str(path))
     assert [s.id for s in task.dataset] == [r["id"] for r in records]
+
+
+@pytest.mark.fuse
+def test_shell_tools_on_a_real_mount(tmp_path: Path) -> None:
+    """``tools=shell``: bash and Python on a FUSE mount of the repository, unmounted after the sample."""
+    from inspect_ai import eval as inspect_eval
+    from test_mount import require_fuse
+
+    from sgfs.inspect_task.task import infinite_science
+
+    require_fuse()
+    calls = [
+        ("bash", {"command": "head -n 3 README.md; pwd"}),
+        ("bash", {"command": "touch new.txt"}),
+        ("run_python_code", {"code": "import os; print(sorted(os.listdir('.'))[0])"}),
+    ]
+
+    def respond(messages: list[ChatMessage], tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
+        assert sorted(t.name for t in tools) == ["bash", "run_python_code"]
+        step = sum(isinstance(m, ChatMessageTool) for m in messages)
+        if step < len(calls):
+            output = ModelOutput.for_tool_call(MODEL, calls[step][0], calls[step][1], tool_call_id=f"call-{step}")
+        else:
+            output = ModelOutput.from_content(MODEL, '{"answer": "yes"}')
+        output.usage = usage(messages)
+        return output
+
+    log = inspect_eval(
+        infinite_science(seeds=SEED, per_type=1, tools="shell"),
+        model=get_model(MODEL, custom_outputs=respond),
+        sample_id=["34-readme-1"],
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )[0]
+    assert log.status == "success", log.error
+    tools = [m.text for m in log.samples[0].messages if isinstance(m, ChatMessageTool)]
+    head, _, cwd = tools[0].rpartition("\n")
+    assert head + "\n" == "".join(repo(SEED).read("README.md").decode().splitlines(keepends=True)[:3])
+    assert cwd.endswith(f"/{SEED}")
+    assert "Read-only file system" in tools[1]
+    assert tools[2].strip() == "README.md"
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    mounts = Path("/proc/mounts").read_text()
+    assert cwd.rpartition("/")[0] not in mounts  # unmounted after the sample
