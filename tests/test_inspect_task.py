@@ -164,7 +164,8 @@ def test_records_from_the_log(eval_log: Any) -> None:
     assert title["evidence_recall"] == 0.0
     rows = records["34-count_rows-1"]
     assert rows["correct"] and rows["answer"] == "71" and rows["tool_calls"] == 1
-    assert rows["files_read"] is None and rows["evidence_recall"] is None  # code ran: what it read is unknown
+    # what the Python code opened, as its audit hook saw it
+    assert rows["files_read"] == ["yamada-4/25/lineA.csv"] and rows["evidence_recall"] == 1.0
     assert records["34-prefix-1"]["correct"] is False and records["34-prefix-1"]["answer"] == "5"
     assert records["34-extension-1"]["status"] == "no_answer"
     crashed = records["34-abstract-1"]

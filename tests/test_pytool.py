@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sgfs.pytool import PythonLimits, Workspaces, materialise, run_python
+from sgfs.pytool import PythonLimits, Workspaces, materialise, run_python, run_shell
 from sgfs.source import MountSource
 
 from conftest import repo
@@ -60,9 +60,27 @@ def test_runs_code_in_the_repository(workspace: Path) -> None:
     assert cwd == str(workspace)
     data = repo(SEED).read(FILE)
     assert digest == hashlib.sha256(data).hexdigest() and int(rows) == data.count(b"\n") - 1
+    assert result.files_opened == [FILE]  # the audit of what the code read
     failed = run_python("raise ValueError('boom')", workspace, FAST)
     assert failed.exit_code == 1 and "ValueError: boom" in failed.output and "[exit code 1]" in failed.for_model()
     assert "bootstrap" not in failed.output  # the traceback starts at the model's code
+
+
+def test_files_opened_are_recorded(workspace: Path) -> None:
+    code = (
+        "import glob, os\n"
+        "os.chdir('quinn-10')\n"
+        "for path in sorted(glob.glob('*/line*.csv'))[:2] + ['../README.md', 'missing.csv', '.']:\n"
+        "    try:\n"
+        "        open(path).read(1)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    result = run_python(code, workspace, FAST)
+    first_two = sorted(p for p in repo(SEED).file_paths() if p.startswith("quinn-10/"))[:2]
+    assert result.exit_code == 0, result.output
+    assert result.files_opened == sorted(["README.md", *first_two])  # not a missing file, not a directory
+    assert run_shell("cat README.md", workspace, FAST).files_opened == []  # a command is not audited
 
 
 def test_loop_hits_the_wall_clock_limit(workspace: Path) -> None:
@@ -147,8 +165,6 @@ def test_environment_is_not_inherited(workspace: Path, monkeypatch: pytest.Monke
 
 
 def test_shell_commands_run_under_the_same_limits(workspace: Path) -> None:
-    from sgfs.pytool import run_shell
-
     listing = run_shell("ls; echo done > new.txt", workspace, FAST)
     assert listing.output.splitlines()[0] == "README.md" and "new.txt" in listing.output
     assert listing.exit_code != 0 and not (workspace / "new.txt").exists()

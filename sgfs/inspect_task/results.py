@@ -2,9 +2,9 @@
 
 Record keys: id, seed, type, category, variant, answerable, answer, correct, abstained, status (ok | timeout |
 crash | no_answer), time_s, usage {input_tokens, output_tokens}, tool_calls, files_read, evidence_read,
-evidence_recall. Files read are known only from successful calls of the file tools (read_text_file,
-read_binary_file): when the sample also ran code (run_python_code, bash), what the code opened is unknown and
-the three file fields are null.
+evidence_recall. Files read are those of successful read_text_file / read_binary_file calls and those the
+code of run_python_code opened (Python's "open" audit events, kept in the sample's store). What a bash
+command read is unknown: when a sample ran bash, the three file fields are null.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from typing import Any
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
+from sgfs.inspect_task.tools import PYTHON_FILES_KEY
+
 FILE_TOOLS = ("read_text_file", "read_binary_file")
-CODE_TOOLS = ("run_python_code", "bash")
+PYTHON_TOOL = "run_python_code"
+UNAUDITED_TOOLS = ("bash",)
 TIMEOUT_LIMITS = ("time", "working")
 
 
@@ -64,13 +67,16 @@ def sample_record(sample: EvalSample) -> dict[str, Any]:
     files_read: list[str] | None = None
     evidence_read: list[str] | None = None
     evidence_recall: float | None = None
-    if not any(name in CODE_TOOLS for name, _, _ in calls) and seed is not None:
+    names = {name for name, _, _ in calls}
+    python_files = (sample.store or {}).get(PYTHON_FILES_KEY)
+    audited = not names & set(UNAUDITED_TOOLS) and (PYTHON_TOOL not in names or python_files is not None)
+    if audited and seed is not None:
         read = {
             _repository_path(str(arguments.get("path", "")), int(seed))
             for name, arguments, succeeded in calls
             if name in FILE_TOOLS and succeeded
         }
-        files_read = sorted(path for path in read if path is not None)
+        files_read = sorted({path for path in read if path is not None} | set(python_files or []))
         evidence = list(record.get("evidence") or [])
         evidence_read = sorted(set(evidence) & set(files_read))
         evidence_recall = len(evidence_read) / len(evidence) if evidence else None

@@ -10,10 +10,13 @@ from typing import Any
 
 import anyio.to_thread
 from inspect_ai.tool import Tool, ToolDef, ToolError
+from inspect_ai.util import store
 
 from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
 from sgfs.pytool import PythonLimits, run_python, run_shell
 
+# The sample's store key listing the repository files the Python tool's code opened (read by results.py)
+PYTHON_FILES_KEY = "sgfs_python_files_opened"
 PATH = "Path relative to the root, starting with the seed, e.g. 118/data"
 DESCRIPTIONS = {
     "list_directory": (
@@ -97,6 +100,8 @@ def filesystem_tools(tools: RepositoryTools) -> list[Tool]:
 def python_tool(cwd: Path, limits: PythonLimits) -> Tool:
     async def run_python_code(code: str) -> str:
         result = await anyio.to_thread.run_sync(lambda: run_python(code, cwd, limits))
+        opened: list[str] = store().get(PYTHON_FILES_KEY, [])
+        store().set(PYTHON_FILES_KEY, sorted({*opened, *result.files_opened}))
         return result.for_model()
 
     description = (

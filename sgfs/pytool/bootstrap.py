@@ -82,6 +82,28 @@ def _isolate(config: dict[str, Any], status: dict[str, Any]) -> None:
     _drop_capabilities(libc, status)
 
 
+def _record_opens(fd: int, root: str) -> None:
+    """Report each file below ``root`` that the code opens for reading, once, as a line on ``fd``: Python's
+    "open" audit event, which every open through Python (builtins, io, os.open, pandas, zipfile) raises."""
+    seen: set[str] = set()
+    prefix = root.rstrip("/") + "/"
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or not args or not isinstance(args[0], (str, bytes)):
+            return
+        mode = args[1] if len(args) > 1 else None
+        flags = args[2] if len(args) > 2 else 0
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & 3):
+            return
+        path = os.path.normpath(os.path.join(os.getcwd(), os.fsdecode(args[0])))
+        if path.startswith(prefix) and path not in seen and os.path.isfile(path):
+            seen.add(path)
+            with contextlib.suppress(OSError):
+                os.write(fd, (path[len(prefix) :] + "\n").encode("utf-8", "surrogateescape"))
+
+    sys.addaudithook(hook)
+
+
 def main() -> None:
     config = json.loads(sys.argv[1])
     status: dict[str, Any] = {
@@ -103,8 +125,10 @@ def main() -> None:
     code = "" if config.get("argv") else sys.stdin.read()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     if config.get("argv"):  # a command (the shell tool) instead of Python code: same limits, same isolation
+        os.close(config["audit_fd"])
         sys.stdout.flush()
         os.execvp(config["argv"][0], config["argv"])
+    _record_opens(config["audit_fd"], os.path.realpath(config["cwd"]))
     sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the interpreter's stdin for the rest of the run
     sys.argv = ["-c"]
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -52,6 +53,7 @@ class PythonResult:
     network_isolated: bool
     read_only: str  # "mounts": every mount read-only; "partial"; "permissions": file modes only
     capabilities_dropped: bool  # root in the sandbox holds no capability (file modes bind it, no remount)
+    files_opened: list[str] = field(default_factory=list)  # below cwd, opened for reading by Python code
     notes: list[str] = field(default_factory=list)
 
     def for_model(self) -> str:
@@ -123,6 +125,7 @@ def _run(code: str, argv: list[str] | None, cwd: str | os.PathLike[str], limits:
     start = time.monotonic()
     scratch = tempfile.mkdtemp(prefix="sgfs-python-")
     status_read, status_write = os.pipe()
+    audit_read, audit_write = os.pipe()
     config = {
         "cwd": os.fspath(cwd),
         "memory_bytes": limits.memory_mb * 1024 * 1024,
@@ -131,6 +134,7 @@ def _run(code: str, argv: list[str] | None, cwd: str | os.PathLike[str], limits:
         "scratch_mb": limits.scratch_mb,
         "status_fd": status_write,
         "argv": argv,
+        "audit_fd": audit_write,
     }
     try:
         process = subprocess.Popen(
@@ -141,15 +145,20 @@ def _run(code: str, argv: list[str] | None, cwd: str | os.PathLike[str], limits:
             cwd=scratch,
             env=child_environment(scratch),
             start_new_session=True,  # its own process group: the time limit kills everything it started
-            pass_fds=(status_write,),
+            pass_fds=(status_write, audit_write),
         )
     finally:
         os.close(status_write)
+        os.close(audit_write)
+    audit = bytearray()
     try:
-        capture, timed_out = _communicate(process, code, start + limits.timeout_s, limits.output_bytes)
+        capture, timed_out = _communicate(
+            process, code, start + limits.timeout_s, limits.output_bytes, audit_read, audit
+        )
     finally:
         _kill_group(process)
         process.wait()
+        _drain(audit_read, audit)
         with os.fdopen(status_read, "r") as status_pipe:
             status_text = status_pipe.read()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -174,11 +183,14 @@ def _run(code: str, argv: list[str] | None, cwd: str | os.PathLike[str], limits:
         network_isolated=bool(status.get("network_isolated")),
         read_only=str(status.get("read_only", "permissions")),
         capabilities_dropped=bool(status.get("capabilities_dropped")),
+        files_opened=sorted(set(audit.decode("utf-8", "replace").splitlines())),
         notes=notes,
     )
 
 
-def _communicate(process: subprocess.Popen[bytes], code: str, deadline: float, budget: int) -> tuple[_Capture, bool]:
+def _communicate(
+    process: subprocess.Popen[bytes], code: str, deadline: float, budget: int, audit_fd: int, audit: bytearray
+) -> tuple[_Capture, bool]:
     """Send the code, read the output into a bounded capture until EOF or the deadline. Once the main
     process has exited, what it left running is killed, so a background child cannot hold the call open."""
     assert process.stdin is not None and process.stdout is not None
@@ -189,22 +201,48 @@ def _communicate(process: subprocess.Popen[bytes], code: str, deadline: float, b
         process.stdin.close()
     selector = selectors.DefaultSelector()
     selector.register(process.stdout, selectors.EVENT_READ)
+    selector.register(audit_fd, selectors.EVENT_READ)  # read as it comes: a full pipe would block the code
     try:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return capture, True
-            if not selector.select(min(remaining, 0.25)):
+            ready = selector.select(min(remaining, 0.25))
+            if not ready:
                 if process.poll() is not None:
                     _kill_group(process)
                 continue
-            chunk = os.read(process.stdout.fileno(), _READ_CHUNK)
-            if not chunk:
-                return capture, False
-            capture.feed(chunk)
+            for key, _ in ready:
+                if key.fd == audit_fd:
+                    chunk = os.read(audit_fd, _READ_CHUNK)
+                    audit += chunk
+                    if not chunk:
+                        selector.unregister(audit_fd)
+                    continue
+                chunk = os.read(process.stdout.fileno(), _READ_CHUNK)
+                if not chunk:
+                    return capture, False
+                capture.feed(chunk)
     finally:
         selector.close()
         process.stdout.close()
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    """Read what is left in a pipe whose writers are gone, then close it (bounded: a writer that escaped the
+    process group cannot hold us)."""
+    try:
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                return
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return
+            into += chunk
+    finally:
+        os.close(fd)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
