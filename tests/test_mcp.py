@@ -246,3 +246,22 @@ def test_mcp_command_rejects_bad_input() -> None:
         assert result.returncode == 2, (args, result.stderr)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("sgfs: error: "), result.stderr
+
+
+def test_mcp_python_tool() -> None:
+    from sgfs.mcp.server import build_server
+    from sgfs.pytool import PythonLimits
+
+    async def body(client: Any) -> None:
+        listed = await client.list_tools()
+        assert {t.name for t in listed.tools} == {*TOOL_NAMES, "run_python_code"}
+        code = f"print(len(open({CSV_FILE!r}, 'rb').read()))"
+        result = await client.call_tool("run_python_code", {"seed": CSV_SEED, "code": code})
+        assert not result.is_error and text(result) == str(len(repo(CSV_SEED).read(CSV_FILE)))
+        failing = await client.call_tool("run_python_code", {"seed": CSV_SEED, "code": "1/0"})
+        assert "ZeroDivisionError" in text(failing) and "[exit code 1]" in text(failing)
+        bad = await client.call_tool("run_python_code", {"seed": -1, "code": "print(1)"})
+        assert bad.is_error and "bad seed -1" in text(bad)
+
+    run_client(build_server(MountSource([]), PythonLimits(timeout_s=30)), body)
+    run_client(build_server(MountSource([])), check_reads)  # without it, only the six file tools

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from generators import MAX_SEED
 from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
 from sgfs.source import MountSource
+
+if TYPE_CHECKING:
+    from sgfs.pytool import PythonLimits
 
 SERVER_NAME = "sgfs"
 INSTRUCTIONS = (
@@ -60,8 +64,46 @@ def _guarded(call: Callable[[], Any]) -> Any:
         raise ToolError(str(exc)) from None
 
 
-def build_server(source: MountSource) -> MCPServer[Any]:
-    """An MCP server whose tools read ``source``; run it with ``run_server`` or connect to it in memory."""
+def python_description(limits: PythonLimits) -> str:
+    return (
+        "Run Python 3 code (numpy, pandas, scipy, openpyxl) in a fresh process whose working directory is "
+        f"repository `seed`; print what you need. Limits: {limits.timeout_s:g} s, {limits.memory_mb} MB, output "
+        f"over {limits.output_bytes} bytes cut, no network, files read-only. "
+        "Example: run_python_code(seed=118, code=\"import pandas as pd; print(pd.read_csv('a/b.csv').shape)\")"
+    )
+
+
+def add_python_tool(server: MCPServer[Any], source: MountSource, limits: PythonLimits) -> None:
+    """``run_python_code(seed, code)``: the paper's interpreter, each repository copied locally once."""
+    import anyio.to_thread
+
+    from sgfs.pytool import Workspaces, run_python
+
+    workspaces = Workspaces(source)
+
+    async def run_python_code(
+        seed: Annotated[int, Field(description="The repository to run in, e.g. 118")],
+        code: Annotated[str, Field(description="Python source; state is not kept between calls")],
+    ) -> str:
+        if not 0 <= seed <= MAX_SEED:
+            raise ToolError(f"bad seed {seed}: a repository's seed is an integer in [0, 2^63)")
+        workspace = await anyio.to_thread.run_sync(lambda: workspaces.path(seed))
+        result = await anyio.to_thread.run_sync(lambda: run_python(code, workspace, limits))
+        return result.for_model()
+
+    annotations = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False)
+    server.add_tool(
+        run_python_code,
+        name="run_python_code",
+        description=python_description(limits),
+        annotations=annotations,
+        structured_output=False,
+    )
+
+
+def build_server(source: MountSource, python: PythonLimits | None = None) -> MCPServer[Any]:
+    """An MCP server whose tools read ``source`` (and run Python on its repositories when ``python`` gives
+    the limits); run it with ``run_server`` or connect to it in memory."""
     tools = RepositoryTools(source)
     server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -98,12 +140,14 @@ def build_server(source: MountSource) -> MCPServer[Any]:
         server.add_tool(
             function, name=name, description=DESCRIPTIONS[name], annotations=READ_ONLY, structured_output=False
         )
+    if python is not None:
+        add_python_tool(server, source, python)
     return server
 
 
-def run_server(source: MountSource, transport: str, host: str, port: int) -> None:
+def run_server(source: MountSource, transport: str, host: str, port: int, python: PythonLimits | None = None) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (http)."""
-    server = build_server(source)
+    server = build_server(source, python)
     if transport == "stdio":
         server.run("stdio")
     else:
