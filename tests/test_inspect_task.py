@@ -14,6 +14,8 @@ import pytest
 from conftest import repo
 
 inspect_ai = pytest.importorskip("inspect_ai")
+# Inspect's own retry helper warns about a tenacity deprecation on every model call: not ours to fix
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
 
 from inspect_ai.model import (  # noqa: E402
     ChatMessage,

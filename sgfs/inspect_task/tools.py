@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import anyio.to_thread
 from inspect_ai.tool import Tool, ToolDef, ToolError
@@ -17,6 +17,7 @@ from sgfs.pytool import PythonLimits, run_python, run_shell
 
 # The sample's store key listing the repository files the Python tool's code opened (read by results.py)
 PYTHON_FILES_KEY = "sgfs_python_files_opened"
+T = TypeVar("T")
 PATH = "Path relative to the root, starting with the seed, e.g. 118/data"
 DESCRIPTIONS = {
     "list_directory": (
@@ -47,7 +48,7 @@ DESCRIPTIONS = {
 }
 
 
-def _call(work: Callable[[], Any]) -> Any:
+def _call(work: Callable[[], T]) -> T:
     try:
         return work()
     except ToolFailure as exc:
@@ -59,22 +60,22 @@ def filesystem_tools(tools: RepositoryTools) -> list[Tool]:
     returns the whole file, as over MCP."""
 
     async def list_directory(path: str = "") -> str:
-        return str(_call(lambda: tools.list_directory(path)))
+        return _call(lambda: tools.list_directory(path))
 
     async def directory_tree(path: str = "", depth: int = 3) -> str:
-        return str(_call(lambda: tools.directory_tree(path, depth)))
+        return _call(lambda: tools.directory_tree(path, depth))
 
     async def read_text_file(path: str, head: int | None = None, tail: int | None = None) -> str:
-        return str(_call(lambda: tools.read_text_file(path, head, tail)))
+        return _call(lambda: tools.read_text_file(path, head, tail))
 
     async def read_binary_file(path: str) -> str:
         return json.dumps(_call(lambda: tools.read_binary_file(path)))
 
     async def get_file_info(path: str) -> str:
-        return str(_call(lambda: tools.get_file_info(path)))
+        return _call(lambda: tools.get_file_info(path))
 
     async def search_files(path: str, pattern: str) -> str:
-        return str(_call(lambda: tools.search_files(path, pattern)))
+        return _call(lambda: tools.search_files(path, pattern))
 
     parameters: dict[str, dict[str, str]] = {
         "list_directory": {"path": PATH},

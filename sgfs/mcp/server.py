@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +23,7 @@ INSTRUCTIONS = (
     "Read-only scientific data repositories. The root holds one directory per repository, named by its seed "
     "(an integer, e.g. 118); every path is relative to the root, e.g. 118/README.md. Nothing can be written."
 )
+T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 PathArg = Annotated[str, Field(description="Path relative to the root, starting with the seed, e.g. 118/data")]
@@ -56,7 +57,7 @@ DESCRIPTIONS = {
 }
 
 
-def _guarded(call: Callable[[], Any]) -> Any:
+def _guarded(call: Callable[[], T]) -> T:
     """A ToolFailure becomes the SDK's ToolError: an error result with the message, the server keeps going."""
     try:
         return call()
@@ -108,32 +109,32 @@ def build_server(source: MountSource, python: PythonLimits | None = None) -> MCP
     server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def list_directory(path: PathArg = "") -> str:
-        return str(_guarded(lambda: tools.list_directory(path)))
+        return _guarded(lambda: tools.list_directory(path))
 
     def directory_tree(
         path: PathArg = "",
         depth: Annotated[int, Field(description="Levels to descend, 1 = the directory's own entries")] = 3,
     ) -> str:
-        return str(_guarded(lambda: tools.directory_tree(path, depth)))
+        return _guarded(lambda: tools.directory_tree(path, depth))
 
     def read_text_file(
         path: PathArg,
         head: Annotated[int | None, Field(description="Only the first N lines")] = None,
         tail: Annotated[int | None, Field(description="Only the last N lines")] = None,
     ) -> str:
-        return str(_guarded(lambda: tools.read_text_file(path, head, tail)))
+        return _guarded(lambda: tools.read_text_file(path, head, tail))
 
     def read_binary_file(path: PathArg) -> str:
         return json.dumps(_guarded(lambda: tools.read_binary_file(path)))
 
     def get_file_info(path: PathArg) -> str:
-        return str(_guarded(lambda: tools.get_file_info(path)))
+        return _guarded(lambda: tools.get_file_info(path))
 
     def search_files(
         path: PathArg,
         pattern: Annotated[str, Field(description="Glob, e.g. *.csv, or with a slash: **/ph_7/*.csv")],
     ) -> str:
-        return str(_guarded(lambda: tools.search_files(path, pattern)))
+        return _guarded(lambda: tools.search_files(path, pattern))
 
     for function in (list_directory, directory_tree, read_text_file, read_binary_file, get_file_info, search_files):
         name = function.__name__

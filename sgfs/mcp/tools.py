@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from sgfs.source import GenerationError, MountSource, seed_from_name
+
+T = TypeVar("T")
 
 BINARY_CAP_BYTES = 1 << 20  # read_binary_file refuses larger files (base64 adds a third on top)
 TREE_MAX_ENTRIES = 1000  # directory_tree stops listing after this many entries
@@ -217,7 +219,7 @@ class RepositoryTools:
         return "\n".join(found)
 
     # -- internals -------------------------------------------------------------------------------------
-    def _call(self, where: Resolved, call: Any) -> Any:
+    def _call(self, where: Resolved, call: Callable[[], T]) -> T:
         """Run a MountSource call, turning its exceptions into messages for the model."""
         try:
             return call()
@@ -231,20 +233,17 @@ class RepositoryTools:
             raise ToolFailure(f"internal error while generating {where.shown}: {exc}") from None
 
     def _listdir(self, where: Resolved) -> list[tuple[str, bool]]:
-        entries: list[tuple[str, bool]] = self._call(where, lambda: self.source.listdir(where.mount))
-        return entries
+        return self._call(where, lambda: self.source.listdir(where.mount))
 
     def _stat_file(self, where: Resolved) -> int:
         stat = self._call(where, lambda: self.source.stat(where.mount))
         if stat.is_dir:
             raise ToolFailure(f"not a file: {where.shown or '/'} is a directory; list it with list_directory")
-        size: int = stat.size
-        return size
+        return stat.size
 
     def _read(self, where: Resolved) -> bytes:
         size = self._stat_file(where)
-        data: bytes = self._call(where, lambda: self.source.read(where.mount, size, 0))
-        return data
+        return self._call(where, lambda: self.source.read(where.mount, size, 0))
 
     def _child(self, where: Resolved, name: str) -> Resolved:
         shown = f"{where.shown}/{name}" if where.shown else name
