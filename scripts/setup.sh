@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up sgfs on a fresh Debian machine (run as root): the FUSE library and tools, then the package with
-# its development extras. Safe to run again.
+# its development and agent extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +15,7 @@ if ! command -v fusermount3 >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep 
     fi
 fi
 
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev,openai]'
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev,openai,agents]'
 # With a pyenv Python, the `sgfs` command becomes visible on PATH only once pyenv refreshes its shims.
 if command -v pyenv >/dev/null 2>&1; then
     pyenv rehash

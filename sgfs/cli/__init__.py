@@ -14,6 +14,7 @@ import click
 from sgfs.cli.export import export_command
 from sgfs.cli.grade import grade_command
 from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
+from sgfs.cli.mcp import mcp_command
 from sgfs.cli.mount import mount_command, unmount_command
 from sgfs.cli.qa import qa_command
 from sgfs.cli.specs import specs_group
@@ -38,6 +39,7 @@ for command in (
     qa_command,
     grade_command,
     specs_group,
+    mcp_command,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,61 @@
+"""``sgfs mcp``: serve the read-only filesystem tools over MCP (stdio or streamable HTTP)."""
+
+from __future__ import annotations
+
+import click
+
+from sgfs.errors import SgfsError
+from sgfs.seeds import parse_seed_list
+from sgfs.source import DEFAULT_CACHE_MB, MIB
+
+
+@click.command("mcp")
+@click.option("--seeds", default="", metavar="LIST", help="Seeds listed at the root, e.g. 1-100,118.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a client that starts the server; http for streamable HTTP at http://HOST:PORT/mcp.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (http).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port (http).")
+@click.option(
+    "--cache-mb", type=click.IntRange(0), default=DEFAULT_CACHE_MB, show_default=True, help="File cache size."
+)
+@click.option(
+    "--python",
+    "with_python",
+    is_flag=True,
+    help="Add run_python_code(seed, code): the sandboxed Python tool with the paper's limits (docs/agents.md).",
+)
+@click.option(
+    "--python-timeout", type=click.FloatRange(0, min_open=True), default=60.0, show_default=True, help="Seconds."
+)
+@click.option("--python-memory-mb", type=click.IntRange(64), default=512, show_default=True, help="Memory limit.")
+def mcp_command(
+    seeds: str,
+    transport: str,
+    host: str,
+    port: int,
+    cache_mb: int,
+    with_python: bool,
+    python_timeout: float,
+    python_memory_mb: int,
+) -> None:
+    """Serve repositories to an MCP client through read-only filesystem tools.
+
+    The root holds one directory per seed; any seed opens by name, and the root lists those given with
+    --seeds. Tools: list_directory, directory_tree, read_text_file, read_binary_file, get_file_info,
+    search_files, and with --python run_python_code (docs/agents.md).
+    """
+    seed_list = parse_seed_list(seeds) if seeds.strip() else []
+    try:
+        from sgfs.mcp.server import run_server
+    except ImportError as exc:
+        raise SgfsError(f"sgfs mcp needs the MCP SDK: pip install 'sgfs[mcp]' ({exc})", exit_code=1) from None
+    from sgfs.pytool import PythonLimits
+    from sgfs.source import MountSource
+
+    python = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb) if with_python else None
+    run_server(MountSource(seed_list, cache_mb * MIB), transport, host, port, python)

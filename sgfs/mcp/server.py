@@ -1,0 +1,155 @@
+"""``sgfs mcp``: the read-only filesystem tools served by the official MCP Python SDK (v2, ``MCPServer``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from generators import MAX_SEED
+from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
+from sgfs.source import MountSource
+
+if TYPE_CHECKING:
+    from sgfs.pytool import PythonLimits
+
+SERVER_NAME = "sgfs"
+INSTRUCTIONS = (
+    "Read-only scientific data repositories. The root holds one directory per repository, named by its seed "
+    "(an integer, e.g. 118); every path is relative to the root, e.g. 118/README.md. Nothing can be written."
+)
+T = TypeVar("T")
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+PathArg = Annotated[str, Field(description="Path relative to the root, starting with the seed, e.g. 118/data")]
+
+DESCRIPTIONS = {
+    "list_directory": (
+        "List one directory: one line per entry, [DIR] or [FILE] then the name. "
+        "The root lists repositories by seed. Example: list_directory(path='118')"
+    ),
+    "directory_tree": (
+        "Nested JSON of the entries below a directory, down to `depth` levels (1-"
+        f"{MAX_TREE_DEPTH}, default 3), each {{name, type, children}}. Example: directory_tree(path='118', depth=2)"
+    ),
+    "read_text_file": (
+        "Return a text file's content exactly; head=N gives only its first N lines, tail=N only its last N "
+        "(not both). Example: read_text_file(path='118/run_01.csv', head=40)"
+    ),
+    "read_binary_file": (
+        "Return a file's bytes as base64 in JSON {path, mime_type, size, base64}, for binary files such as .xlsx; "
+        f"files over {BINARY_CAP_BYTES} bytes are refused. Example: read_binary_file(path='118/run_01.xlsx')"
+    ),
+    "get_file_info": (
+        "Type, size in bytes, permissions and modification time of a file or directory. "
+        "Example: get_file_info(path='118/run_01.csv')"
+    ),
+    "search_files": (
+        "Find files and directories below `path` whose name matches a glob (* and ? within a name); "
+        "a pattern with / matches the path below `path` (** spans directories). One path per line. "
+        "Example: search_files(path='118', pattern='*.csv')"
+    ),
+}
+
+
+def _guarded(call: Callable[[], T]) -> T:
+    """A ToolFailure becomes the SDK's ToolError: an error result with the message, the server keeps going."""
+    try:
+        return call()
+    except ToolFailure as exc:
+        raise ToolError(str(exc)) from None
+
+
+def python_description(limits: PythonLimits) -> str:
+    return (
+        "Run Python 3 code (numpy, pandas, scipy, openpyxl) in a fresh process whose working directory is "
+        f"repository `seed`; print what you need. Limits: {limits.timeout_s:g} s, {limits.memory_mb} MB, output "
+        f"over {limits.output_bytes} bytes cut, no network, files read-only. "
+        "Example: run_python_code(seed=118, code=\"import pandas as pd; print(pd.read_csv('a/b.csv').shape)\")"
+    )
+
+
+def add_python_tool(server: MCPServer[Any], source: MountSource, limits: PythonLimits) -> None:
+    """``run_python_code(seed, code)``: the paper's interpreter, each repository copied locally once."""
+    import anyio.to_thread
+
+    from sgfs.pytool import Workspaces, run_python
+
+    workspaces = Workspaces(source)
+
+    async def run_python_code(
+        seed: Annotated[int, Field(description="The repository to run in, e.g. 118")],
+        code: Annotated[str, Field(description="Python source; state is not kept between calls")],
+    ) -> str:
+        if not 0 <= seed <= MAX_SEED:
+            raise ToolError(f"bad seed {seed}: a repository's seed is an integer in [0, 2^63)")
+        workspace = await anyio.to_thread.run_sync(lambda: workspaces.path(seed))
+        result = await anyio.to_thread.run_sync(lambda: run_python(code, workspace, limits))
+        return result.for_model()
+
+    annotations = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False)
+    server.add_tool(
+        run_python_code,
+        name="run_python_code",
+        description=python_description(limits),
+        annotations=annotations,
+        structured_output=False,
+    )
+
+
+def build_server(source: MountSource, python: PythonLimits | None = None) -> MCPServer[Any]:
+    """An MCP server whose tools read ``source`` (and run Python on its repositories when ``python`` gives
+    the limits); run it with ``run_server`` or connect to it in memory."""
+    tools = RepositoryTools(source)
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def list_directory(path: PathArg = "") -> str:
+        return _guarded(lambda: tools.list_directory(path))
+
+    def directory_tree(
+        path: PathArg = "",
+        depth: Annotated[int, Field(description="Levels to descend, 1 = the directory's own entries")] = 3,
+    ) -> str:
+        return _guarded(lambda: tools.directory_tree(path, depth))
+
+    def read_text_file(
+        path: PathArg,
+        head: Annotated[int | None, Field(description="Only the first N lines")] = None,
+        tail: Annotated[int | None, Field(description="Only the last N lines")] = None,
+    ) -> str:
+        return _guarded(lambda: tools.read_text_file(path, head, tail))
+
+    def read_binary_file(path: PathArg) -> str:
+        return json.dumps(_guarded(lambda: tools.read_binary_file(path)))
+
+    def get_file_info(path: PathArg) -> str:
+        return _guarded(lambda: tools.get_file_info(path))
+
+    def search_files(
+        path: PathArg,
+        pattern: Annotated[str, Field(description="Glob, e.g. *.csv, or with a slash: **/ph_7/*.csv")],
+    ) -> str:
+        return _guarded(lambda: tools.search_files(path, pattern))
+
+    for function in (list_directory, directory_tree, read_text_file, read_binary_file, get_file_info, search_files):
+        name = function.__name__
+        server.add_tool(
+            function, name=name, description=DESCRIPTIONS[name], annotations=READ_ONLY, structured_output=False
+        )
+    if python is not None:
+        add_python_tool(server, source, python)
+    return server
+
+
+def run_server(source: MountSource, transport: str, host: str, port: int, python: PythonLimits | None = None) -> None:
+    """Serve until the client disconnects (stdio) or the process is interrupted (http)."""
+    server = build_server(source, python)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
