@@ -153,8 +153,14 @@ def _detach_stderr() -> None:
     os.close(devnull)
 
 
-def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr: bool = False) -> None:
-    """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
+def serve(
+    mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr: bool = False, audit: str | None = None
+) -> None:
+    """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP).
+
+    With ``audit`` (a file outside the mount), every directory listing and file read is appended there
+    with the caller's session (docs/eval.md), and the kernel keeps no page cache, so that every read of
+    every process reaches the daemon."""
     fuse = check_fuse()
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
@@ -162,7 +168,12 @@ def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr
     from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
 
     source = MountSource(seeds, cache_bytes=cache_mb * MIB)
-    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
+    sink = None
+    if audit is not None:
+        from sgfs.eval.audit import AuditSink
+
+        sink = AuditSink.open(audit)
+    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None, audit=sink)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
         "nothreads": False,  # one thread per concurrent request
@@ -175,6 +186,10 @@ def serve(mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr
         "entry_timeout": TIMEOUT_S,
         "negative_timeout": TIMEOUT_S,
     }
+    if sink is not None:
+        # A page-cache hit never reaches the daemon: an audited mount serves every read itself.
+        del options["kernel_cache"]
+        options["direct_io"] = True
     if threading.current_thread() is threading.main_thread():
         # libfuse only installs its exit handlers on signals left at SIG_DFL.
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -197,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-mb", type=int, default=DEFAULT_CACHE_MB)
     parser.add_argument("--log", default=None, help="log file (default: stderr)")
     parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
+    parser.add_argument("--audit", default=None, help="append an audit event per listing and read to this file")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
         setup_logging(args.log)
-        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background)
+        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background, audit=args.audit)
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return exc.exit_code

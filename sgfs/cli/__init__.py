@@ -11,11 +11,14 @@ import sys
 
 import click
 
+from sgfs.cli.agent import agent_command
+from sgfs.cli.eval import eval_command
 from sgfs.cli.export import export_command
 from sgfs.cli.grade import grade_command
 from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
 from sgfs.cli.mount import mount_command, unmount_command
 from sgfs.cli.qa import qa_command
+from sgfs.cli.report import report_command
 from sgfs.errors import SgfsError
 
 
@@ -36,6 +39,9 @@ for command in (
     unmount_command,
     qa_command,
     grade_command,
+    eval_command,
+    agent_command,
+    report_command,
 ):
     cli.add_command(command)
 

@@ -56,7 +56,17 @@ the mount answers; stop it with `sgfs unmount MNT`.
     default=None,
     help="Write the daemon's log here (default: stderr with --foreground, discarded in the background).",
 )
-def mount_command(mountpoint: str, seeds: str, foreground: bool, cache_mb: int, log_file: str | None) -> None:
+@click.option(
+    "--audit",
+    "audit_file",
+    metavar="FILE",
+    default=None,
+    help="Append every listing and read, with the caller's session, to FILE (for `sgfs eval --audit`); "
+    "turns off the kernel's page cache.",
+)
+def mount_command(
+    mountpoint: str, seeds: str, foreground: bool, cache_mb: int, log_file: str | None, audit_file: str | None
+) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
     check_fuse()
     mnt = check_mount_point(mountpoint)
@@ -67,11 +77,20 @@ def mount_command(mountpoint: str, seeds: str, foreground: bool, cache_mb: int, 
                 pass
         except OSError as exc:
             raise SgfsError(f"cannot write log file {log_file}: {exc.strerror or exc}") from None
+    if audit_file is not None:
+        audit_file = os.path.abspath(audit_file)
+        if audit_file == mnt or audit_file.startswith(mnt + os.sep):
+            raise SgfsError(f"--audit {audit_file} must lie outside the mount point")
+        try:
+            with open(audit_file, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise SgfsError(f"cannot write audit file {audit_file}: {exc.strerror or exc}") from None
     if foreground:
         setup_logging(log_file)
-        serve(mnt, seed_list, cache_mb)
+        serve(mnt, seed_list, cache_mb, audit=audit_file)
         return
-    pid = _start_daemon(mnt, seeds, cache_mb, log_file)
+    pid = _start_daemon(mnt, seeds, cache_mb, log_file, audit_file)
     listed = f"{len(seed_list)} seed{'s' * (len(seed_list) != 1)} listed" if seed_list else "no seed listed"
     click.echo(f"mounted sgfs at {mnt} ({listed}; daemon pid {pid})", err=True)
 
@@ -91,12 +110,14 @@ def unmount_command(mountpoint: str) -> None:
     click.echo(f"unmounted {mnt}", err=True)
 
 
-def _start_daemon(mnt: str, seeds: str, cache_mb: int, log_file: str | None) -> int:
+def _start_daemon(mnt: str, seeds: str, cache_mb: int, log_file: str | None, audit_file: str | None = None) -> int:
     """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
     args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
     args.append("--background")
     if log_file is not None:
         args += ["--log", log_file]
+    if audit_file is not None:
+        args += ["--audit", audit_file]
     env = dict(os.environ)
     # The daemon runs from "/" (so it pins no working directory): make sure it imports this very sgfs.
     package_root = str(Path(sgfs.__file__).resolve().parent.parent)
