@@ -131,7 +131,7 @@ class Runner:
             "category": item.graded.category,
             "answer_kind": item.graded.answer_kind,
             "answerable": item.graded.answerable,
-            "answer": verdict.parsed if verdict else (answer_text(answer.value) if not answer.empty else None),
+            "answer": (verdict.parsed if verdict else answer_text(answer.value)).strip() if not answer.empty else None,
             "extracted": verdict.extracted if verdict else None,
             "correct": bool(status == "ok" and verdict and verdict.correct),
             "abstained": bool(status == "ok" and verdict and verdict.abstained),
