@@ -6,11 +6,14 @@ each test checks that no mount is left behind.
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -30,13 +33,10 @@ SEED = 1
 ABSTAIN = "sgfs agent abstain"
 
 
-def sgfs_command() -> str:
-    """The `sgfs` command line as a shell word list, for --agent strings (this interpreter, this checkout)."""
-    return " ".join(SGFS[:2]) + ' "' + SGFS[2] + '"'
-
-
 def eval_mounts() -> list[str]:
-    return [point for point, kind in mount_table().items() if kind == "fuse.sgfs" and "sgfs-eval-" in point]
+    """The private mounts of the runs this test started (their TMPDIR is the test's own)."""
+    private = os.path.join(os.environ["TMPDIR"], "sgfs-eval-")
+    return [point for point, kind in mount_table().items() if kind == "fuse.sgfs" and point.startswith(private)]
 
 
 def records_of(directory: Path) -> list[dict[str, Any]]:
@@ -57,11 +57,21 @@ def questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def sgfs_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with an `sgfs` that is this interpreter's sgfs, for agent command lines and scripts."""
+    directory = tmp_path_factory.mktemp("bin")
+    wrapper = directory / "sgfs"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sgfs "$@"\n')
+    wrapper.chmod(0o755)
+    return directory
+
+
 @pytest.fixture(autouse=True)
-def agent_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`sgfs` on PATH for agent commands, whichever interpreter runs the tests."""
-    bin_dir = str(Path(sys.executable).parent)
-    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+def agent_path(monkeypatch: pytest.MonkeyPatch, sgfs_bin: Path, tmp_path: Path) -> None:
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the runs' private mounts go
+    monkeypatch.setenv("PATH", str(sgfs_bin) + os.pathsep + os.environ.get("PATH", ""))
 
 
 def write_agent(path: Path, body: str) -> str:
@@ -357,3 +367,55 @@ def test_user_mount_with_audit(tmp_path: Path, questions: Path) -> None:
         assert result.returncode == 0, result.stderr
         records = records_of(tmp_path / "run")
         assert all(r["evidence_recall"] == 1.0 and r["correct"] for r in records)
+
+
+class _StubModel(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint that first asks for one shell command, then answers."""
+
+    shell_command = "true"  # (`command` is the HTTP method of the handler)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body["messages"][-1]["role"] == "tool":
+            message: dict[str, Any] = {"role": "assistant", "content": 'Done. {"answer": "not possible"}'}
+        else:
+            call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": json.dumps(
+                {"command": self.shell_command})}}  # fmt: skip
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        reply = {"choices": [{"message": message}], "usage": {"prompt_tokens": 100, "completion_tokens": 7}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.fuse
+def test_openai_agent_script_against_a_stub_endpoint(
+    tmp_path: Path, questions: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_fuse()
+    lines = questions.read_text().splitlines()
+    small = tmp_path / "q2.jsonl"
+    small.write_text("\n".join(lines[4:6]) + "\n")
+    target = json.loads(lines[3])["evidence"][0]
+    _StubModel.shell_command = f"head -c 100 {target}"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StubModel)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        script = Path(__file__).resolve().parent.parent / "scripts" / "openai_agent.py"
+        agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+        result = run_eval("--questions", small, "--agent", agent, "--out", tmp_path / "run", "--no-report")
+        assert result.returncode == 0, result.stderr
+    finally:
+        server.shutdown()
+    for record in records_of(tmp_path / "run"):
+        assert record["status"] == "ok" and record["answer"] == "not possible"
+        assert record["usage"] == {"input_tokens": 200, "output_tokens": 14} and record["tool_calls"] == 1
+        assert record["files_read"] == [target], record
