@@ -419,3 +419,27 @@ def test_openai_agent_script_against_a_stub_endpoint(
         assert record["status"] == "ok" and record["answer"] == "not possible"
         assert record["usage"] == {"input_tokens": 200, "output_tokens": 14} and record["tool_calls"] == 1
         assert record["files_read"] == [target], record
+
+
+@pytest.mark.fuse
+def test_ci_job_script_runs_and_gates(tmp_path: Path) -> None:
+    """scripts/ci_eval.sh as docs/ci.md shows it: passes with the oracle, exits 1 with the abstainer; either way
+    the artifacts are collected and no mount is left."""
+    require_fuse()
+    script = Path(__file__).resolve().parent.parent / "scripts" / "ci_eval.sh"
+    base = {**os.environ, "SGFS_CI_SEEDS": str(SEED), "SGFS_CI_PER_TYPE": "1", "SGFS_CI_MIN_ACCURACY": "0.9"}
+    passed = subprocess.run(["bash", str(script)], cwd=tmp_path, env=base, capture_output=True, text=True,
+                            timeout=300, check=False)  # fmt: skip
+    assert passed.returncode == 0, passed.stderr
+    assert (tmp_path / "artifacts" / "report" / "report.html").is_file()
+    cases = ET.parse(tmp_path / "artifacts" / "junit.xml").getroot().findall(".//testcase")
+    assert len(cases) == 11 and all(case.find("failure") is None for case in cases)
+    summary = json.loads((tmp_path / "artifacts" / "summary.json").read_text())
+    assert summary["accuracy"] == 1.0 and summary["evidence_recall_mean_answerable"] == 1.0
+
+    failing = {**base, "SGFS_CI_AGENT": ABSTAIN, "SGFS_CI_OUT": "floor", "SGFS_CI_ARTIFACTS": "floor-artifacts"}
+    failed = subprocess.run(["bash", str(script)], cwd=tmp_path, env=failing, capture_output=True, text=True,
+                            timeout=300, check=False)  # fmt: skip
+    assert failed.returncode == 1 and "below --min-accuracy" in failed.stderr
+    assert (tmp_path / "floor-artifacts" / "junit.xml").is_file()
+    assert not [p for p, kind in mount_table().items() if kind == "fuse.sgfs" and p.startswith(str(tmp_path))]
