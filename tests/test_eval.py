@@ -443,3 +443,27 @@ def test_ci_job_script_runs_and_gates(tmp_path: Path) -> None:
     assert failed.returncode == 1 and "below --min-accuracy" in failed.stderr
     assert (tmp_path / "floor-artifacts" / "junit.xml").is_file()
     assert not [p for p, kind in mount_table().items() if kind == "fuse.sgfs" and p.startswith(str(tmp_path))]
+
+
+def test_reference_agents_answer_by_id(tmp_path: Path, questions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    records = {json.loads(line)["id"]: json.loads(line) for line in questions.read_text().splitlines()}
+    monkeypatch.delenv("SGFS_ANSWER_FILE", raising=False)
+    guesses = {}
+    for qid, record in records.items():
+        result = sgfs("agent", "random", "--id", qid, "--questions", questions)
+        assert result.returncode == 0, result.stderr
+        guesses[qid] = json.loads(result.stdout)["answer"]
+        if record["answer_kind"] == "yes_no" or len(record["choices"] or ()) > 1:
+            assert guesses[qid] in record["choices"]
+    again = sgfs("agent", "random", "--id", "1-prefix-1", "--questions", questions)
+    assert json.loads(again.stdout)["answer"] == guesses["1-prefix-1"]  # seeded by the id
+    answer_file = tmp_path / "answer"
+    monkeypatch.setenv("SGFS_ANSWER_FILE", str(answer_file))
+    monkeypatch.setenv("SGFS_QUESTION_ID", "1-readme-1")
+    oracle = sgfs("agent", "oracle", "--per-type", 1)  # regenerated from the seed; no evidence to read
+    assert oracle.returncode == 0, oracle.stderr
+    assert json.loads(answer_file.read_text()) == {"answer": records["1-readme-1"]["answer"]}
+    assert json.loads(sgfs("agent", "abstain").stdout) == {"answer": "not possible"}
+    assert "no question 1-nothing-1" in one_line_error(sgfs("agent", "oracle", "--id", "1-nothing-1", "--per-type", 1))
+    monkeypatch.delenv("SGFS_QUESTION_ID")
+    assert "SGFS_QUESTION_ID" in one_line_error(sgfs("agent", "random"))

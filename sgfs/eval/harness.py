@@ -94,9 +94,10 @@ def prepare_directory(config: EvalConfig, items: list[q.Item]) -> tuple[dict[str
     has_results = (out / RESULTS).exists()
     if existing is None and has_results:
         raise SgfsError(f"{out} holds results but no {RUN}: not a directory written by sgfs eval")
-    if existing is not None:
-        if not config.resume:
-            raise SgfsError(f"{out} already holds a run: add --resume to finish it, or choose another --out")
+    started = has_results and (out / RESULTS).stat().st_size > 0
+    if existing is not None and started and not config.resume:
+        raise SgfsError(f"{out} already holds a run: add --resume to finish it, or choose another --out")
+    if existing is not None and (started or config.resume):
         if existing.get("questions_digest") != meta["questions_digest"]:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("agent") != config.agent:
