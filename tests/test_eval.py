@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from test_mount import SGFS, mounted, one_line_error, require_fuse, sgfs
 
+from qa.grading import VARIANTS
 from sgfs.daemon import mount_table
 from sgfs.eval.protocol import command_line, read_answer
 from sgfs.eval.questions import Item, make_items, parse_records, select_shard
@@ -467,3 +468,24 @@ def test_reference_agents_answer_by_id(tmp_path: Path, questions: Path, monkeypa
     assert "no question 1-nothing-1" in one_line_error(sgfs("agent", "oracle", "--id", "1-nothing-1", "--per-type", 1))
     monkeypatch.delenv("SGFS_QUESTION_ID")
     assert "SGFS_QUESTION_ID" in one_line_error(sgfs("agent", "random"))
+
+
+@pytest.mark.fuse
+def test_every_variant_is_asked_and_compared(tmp_path: Path, questions: Path) -> None:
+    require_fuse()
+    small = tmp_path / "q2.jsonl"
+    small.write_text("\n".join(questions.read_text().splitlines()[4:6]) + "\n")
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    agent = write_agent(tmp_path / "a.sh", f'cat > "{prompts}/$SGFS_QUESTION_ID.$$"\necho "not possible"\n')
+    result = run_eval("--questions", small, "--agent", agent, "--out", tmp_path / "run", "--variant", "all", "-j", 3)
+    assert result.returncode == 0, result.stderr
+    records = records_of(tmp_path / "run")
+    assert sorted((r["id"], r["variant"]) for r in records) == sorted(
+        (json.loads(line)["id"], v) for line in small.read_text().splitlines() for v in VARIANTS
+    )
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["variants"] == list(VARIANTS) and "krippendorff_alpha" in summary
+    texts = [p.read_text() for p in prompts.iterdir()]
+    assert len(set(texts)) == 8 and all("{path}" not in t and '{"answer": 42}' in t for t in texts)
+    assert (tmp_path / "run" / "report" / "abstention.png").is_file()

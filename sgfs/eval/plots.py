@@ -17,8 +17,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]]) -> None:
-    """Horizontal bars of accuracy per group with Wilson 95 % intervals; ``groups``: name -> (correct, n)."""
+def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]], measure: str = "accuracy") -> None:
+    """Horizontal bars of a proportion per group with Wilson 95 % intervals; ``groups``: name -> (successes, n)."""
     plt = _pyplot()
     names = list(groups)
     values = [groups[k][0] / groups[k][1] if groups[k][1] else 0.0 for k in names]
@@ -30,7 +30,7 @@ def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]]) ->
     ax.set_yticks(range(len(names)), [f"{k} (n={groups[k][1]})" for k in names])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("accuracy (95 % Wilson interval)")
+    ax.set_xlabel(f"{measure} (95 % Wilson interval)")
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

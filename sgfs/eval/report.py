@@ -57,8 +57,8 @@ def _stat_line(name: str, values: list[float]) -> list[str]:
 
 def build_markdown(
     records: list[dict[str, Any]], runs: list[dict[str, Any]], baseline: LoadedRuns | None, baseline_name: str | None
-) -> tuple[str, dict[str, str]]:
-    """The report as markdown and the plots it shows (file name -> caption), to be drawn by ``draw``."""
+) -> str:
+    """The report as markdown; the plots it shows are drawn by ``draw``."""
     summary = summarize_records(records)
     agents = sorted({str(r.get("agent")) for r in runs if r.get("agent") is not None})
     lines = ["# sgfs evaluation report", ""]
@@ -68,12 +68,6 @@ def build_markdown(
     lines += ["## Accuracy", ""]
     overall = (int(summary["correct"]), int(summary["n"]))
     lines += _table(["", "n", "correct", "accuracy", "95 % interval"], _accuracy_rows({"all": overall}))
-    plots_wanted = {
-        "accuracy_by_category.png": "Accuracy by category",
-        "accuracy_by_type.png": "Accuracy by question type",
-        "evidence_recall.png": "Evidence recall against correctness",
-        "distributions.png": "Time, tokens and tool calls per question",
-    }
     for title, key in (("category", "category"), ("type", "type")):
         rows = _accuracy_rows(_groups(records, key))
         lines += ["", f"### By {title}", "", *_table([title, "n", "correct", "accuracy", "95 % interval"], rows)]
@@ -86,6 +80,7 @@ def build_markdown(
          _interval(summary["correct_abstentions"], summary["unanswerable"])],
     ]  # fmt: skip
     lines += _table(["measure", "value", "95 % interval"], abst)
+    lines += ["", "![abstention](abstention.png)"]
     lines += ["", "## Evidence access", ""]
     if summary["audited"]:
         lines += [
@@ -109,9 +104,8 @@ def build_markdown(
     lines += ["", f"Statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items())}.", ""]
     lines += ["![distributions](distributions.png)", ""]
     if baseline is not None:
-        plots_wanted["baseline_difference.png"] = "Accuracy difference against the baseline, by type"
         lines += _baseline_section(records, baseline, baseline_name or "baseline")
-    return "\n".join(lines) + "\n", plots_wanted
+    return "\n".join(lines) + "\n"
 
 
 def _baseline_section(records: list[dict[str, Any]], baseline: LoadedRuns, name: str) -> list[str]:
@@ -149,6 +143,12 @@ def _baseline_section(records: list[dict[str, Any]], baseline: LoadedRuns, name:
 def draw(directory: Path, records: list[dict[str, Any]], baseline: LoadedRuns | None) -> None:
     plots.accuracy_bars(directory / "accuracy_by_category.png", "Accuracy by category", _groups(records, "category"))
     plots.accuracy_bars(directory / "accuracy_by_type.png", "Accuracy by question type", _groups(records, "type"))
+    summary = summarize_records(records)
+    abstention = {
+        "precision": (int(summary["correct_abstentions"]), int(summary["abstentions"])),
+        "recall": (int(summary["correct_abstentions"]), int(summary["unanswerable"])),
+    }
+    plots.accuracy_bars(directory / "abstention.png", "Abstention on unanswerable questions", abstention, "share")
     plots.evidence_vs_correct(directory / "evidence_recall.png", records)
     plots.distributions(
         directory / "distributions.png",
@@ -234,7 +234,7 @@ def write_report(
         runs = [{"dir": str(d), **(read_run(d) or {})} for d in dirs]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        markdown, _ = build_markdown(records, runs, baseline, baseline_name)
+        markdown = build_markdown(records, runs, baseline, baseline_name)
         draw(directory, records, baseline)
         (directory / "report.md").write_text(markdown, encoding="utf-8")
         (directory / "report.html").write_text(markdown_to_html(markdown, directory), encoding="utf-8")
