@@ -159,8 +159,8 @@ def serve(
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP).
 
     With ``audit`` (a file outside the mount), every directory listing and file read is appended there
-    with the caller's session (docs/eval.md), and the kernel keeps no page cache, so that every read of
-    every process reaches the daemon."""
+    with the caller's session (docs/eval.md), and the kernel keeps no page cache across opens, so that every
+    open and the reads after it reach the daemon."""
     fuse = check_fuse()
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
@@ -169,11 +169,13 @@ def serve(
 
     source = MountSource(seeds, cache_bytes=cache_mb * MIB)
     sink = None
+    operations = SgfsOperations
     if audit is not None:
         from sgfs.eval.audit import AuditSink
+        from sgfs.eval.audited_ops import AuditedOperations
 
-        sink = AuditSink.open(audit)
-    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None, audit=sink)
+        sink, operations = AuditSink.open(audit), AuditedOperations
+    ops = operations(source, on_init=_detach_stderr if detach_stderr else None, audit=sink)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
         "nothreads": False,  # one thread per concurrent request
@@ -187,9 +189,9 @@ def serve(
         "negative_timeout": TIMEOUT_S,
     }
     if sink is not None:
-        # A page-cache hit never reaches the daemon: an audited mount serves every read itself.
+        # A page kept in the cache across opens would hide a second question's reads from the daemon: without
+        # kernel_cache the kernel drops a file's pages at each open (and mmap still works, unlike direct_io).
         del options["kernel_cache"]
-        options["direct_io"] = True
     if threading.current_thread() is threading.main_thread():
         # libfuse only installs its exit handlers on signals left at SIG_DFL.
         for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import mmap
 import os
 import shlex
 import signal
@@ -361,7 +362,10 @@ def test_user_mount_with_audit(tmp_path: Path, questions: Path) -> None:
     small.write_text("\n".join(questions.read_text().splitlines()[4:6]) + "\n")
     audit = tmp_path / "audit.jsonl"
     with mounted(tmp_path / "mnt", "--audit", audit) as mnt:
-        assert "audit" not in " ".join(os.listdir(mnt / str(SEED)))
+        assert "audit" not in " ".join(os.listdir(mnt / str(SEED))) + " ".join(os.listdir(mnt))
+        first = json.loads(small.read_text().splitlines()[0])["evidence"][0]
+        with open(mnt / str(SEED) / first, "rb") as handle, mmap.mmap(handle.fileno(), 0, prot=mmap.PROT_READ) as view:
+            assert view[:100] == (mnt / str(SEED) / first).read_bytes()[:100]  # shared mappings work when audited
         agent = f"sgfs agent oracle --questions {small}"
         result = sgfs("eval", "--questions", small, "--agent", agent, "--out", tmp_path / "run", "--mount", mnt,
                       "--audit", audit, "--quiet", "--no-report")  # fmt: skip

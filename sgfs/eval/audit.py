@@ -1,6 +1,6 @@
 """The evidence-access audit: the daemon's sink of listing/read events and the harness's reader of them.
 
-An audited mount (``sgfs mount --audit FILE``) appends one JSON line per directory listing and per read
+An audited mount (``sgfs mount --audit FILE``) appends one JSON line per directory listing, file open and read
 request to FILE, which lies outside the mount and is never visible through it. Each event carries the
 session id of the calling process: the harness starts every agent in a new session, so the session id
 names the question, whatever processes the agent forks (even ones that make their own process groups).
@@ -38,7 +38,8 @@ class AuditSink:
 
 @dataclass
 class Access:
-    """What one session did on the mount: bytes read per file, directories listed (mount paths)."""
+    """What one session did on the mount: files opened with the bytes read from each, directories listed (mount
+    paths)."""
 
     bytes_read: dict[str, int] = field(default_factory=dict)
     listed: list[str] = field(default_factory=list)
@@ -74,7 +75,7 @@ class AuditReader:
                 continue
             access = self._sessions.setdefault(sid, Access())
             path = str(event.get("path", ""))
-            if event.get("op") == "read":
+            if event.get("op") in ("open", "read"):
                 access.bytes_read[path] = access.bytes_read.get(path, 0) + int(event.get("bytes", 0))
             elif event.get("op") == "readdir" and path not in access.listed:
                 access.listed.append(path)
@@ -98,8 +99,8 @@ def evidence_fields(access: Access | None, seed: int, evidence: list[str]) -> di
             "evidence_recall": None,
         }
     prefix = f"/{seed}/"
-    inside = {p[len(prefix) :]: n for p, n in access.bytes_read.items() if p.startswith(prefix) and n > 0}
-    outside = sorted(p for p, n in access.bytes_read.items() if not p.startswith(prefix) and n > 0)
+    inside = {p[len(prefix) :]: n for p, n in access.bytes_read.items() if p.startswith(prefix)}
+    outside = sorted(p for p in access.bytes_read if not p.startswith(prefix))
     evidence_read = [p for p in evidence if p in inside]
     root = f"/{seed}"
     listed = ["." if p == root else p[len(prefix) :] if p.startswith(prefix) else p for p in access.listed]
