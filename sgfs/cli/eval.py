@@ -4,11 +4,15 @@ report and gate (docs/eval.md, docs/ci.md)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sgfs.errors import SgfsError
 from sgfs.seeds import parse_seed_list
+
+if TYPE_CHECKING:
+    from sgfs.eval.results import LoadedRuns
 
 EVAL_HELP = """Run the agent CMD on every question of the repositories SEEDS (or of --questions FILE), grade
 the answers like `sgfs grade`, record what each agent read, and write DIR/results.jsonl, DIR/summary.json,
@@ -96,7 +100,7 @@ def eval_command(
            None if no_report else config.out / "report")  # fmt: skip
 
 
-def _load_baseline(baseline: str | None) -> object:
+def _load_baseline(baseline: str | None) -> LoadedRuns | None:
     if baseline is None:
         return None
     from sgfs.eval.results import load_results
@@ -104,7 +108,7 @@ def _load_baseline(baseline: str | None) -> object:
     return load_results([baseline])
 
 
-def _one_line(summary: dict[str, object], out: Path) -> str:
+def _one_line(summary: dict[str, Any], out: Path) -> str:
     accuracy = summary["accuracy"]
     recall = summary.get("evidence_recall_mean")
     shown = "-" if not isinstance(accuracy, float) else f"{accuracy:.3f}"
@@ -113,10 +117,10 @@ def _one_line(summary: dict[str, object], out: Path) -> str:
 
 
 def finish(
-    records: list[dict[str, object]],
+    records: list[dict[str, Any]],
     dirs: list[Path],
     baseline: str | None,
-    baseline_runs: object,
+    baseline_runs: LoadedRuns | None,
     min_accuracy: float | None,
     max_drop: float | None,
     junit_file: str | None,
@@ -125,14 +129,14 @@ def finish(
     """What `sgfs eval` and `sgfs report` share at the end: JUnit, the report, then the gate (exit 1)."""
     from sgfs.eval.gate import check_gate
     from sgfs.eval.junit import write_junit
-    from sgfs.eval.results import LoadedRuns, summarize_records
+    from sgfs.eval.results import summarize_records
 
     if junit_file is not None:
         try:
             write_junit(Path(junit_file), records)
         except OSError as exc:
             raise SgfsError(f"cannot write {junit_file}: {exc.strerror or exc}", exit_code=1) from None
-    base = baseline_runs if isinstance(baseline_runs, LoadedRuns) else None
+    base = baseline_runs
     if report_dir is not None:
         from sgfs.eval.report import write_report
 

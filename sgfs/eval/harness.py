@@ -14,6 +14,7 @@ from types import FrameType
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 import sgfs.eval.questions as q
@@ -131,13 +132,7 @@ def _progress(quiet: bool) -> Progress:
         TextColumn("{task.fields[accuracy]}"),
         TimeRemainingColumn(),
     )
-    return Progress(*columns, disable=quiet, transient=True, console=_stderr_console())
-
-
-def _stderr_console() -> Any:
-    from rich.console import Console
-
-    return Console(stderr=True)
+    return Progress(*columns, disable=quiet, transient=True, console=Console(stderr=True))
 
 
 def run_eval(config: EvalConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
