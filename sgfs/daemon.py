@@ -20,6 +20,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -154,7 +155,13 @@ def _detach_stderr() -> None:
 
 
 def serve(
-    mountpoint: str, seeds: Sequence[int], cache_mb: int, *, detach_stderr: bool = False, audit: str | None = None
+    mountpoint: str,
+    seeds: Sequence[int],
+    cache_mb: int,
+    *,
+    detach_stderr: bool = False,
+    audit: str | None = None,
+    exit_with: int | None = None,
 ) -> None:
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP).
 
@@ -197,6 +204,8 @@ def serve(
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
     log.info("serving %s (seeds listed: %d, cache %d MiB, pid %d)", mnt, len(seeds), cache_mb, os.getpid())
+    if exit_with is not None:
+        _watch_owner(exit_with)
     try:
         fuse.FUSE(ops, mnt, **options)
     except RuntimeError as exc:
@@ -207,6 +216,25 @@ def serve(
     log.info("unmounted %s", mnt)
 
 
+def _watch_owner(pid: int) -> None:
+    """Unmount once process ``pid`` is gone: a private mount must not outlive a harness that was killed (SIGKILL
+    gives it no chance to clean up). SIGTERM to ourselves is libfuse's own clean way out."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                log.info("owner process %d is gone: unmounting", pid)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            except PermissionError:
+                pass  # it exists, owned by someone else
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sgfs.daemon", description="Serve repositories at MNT.")
     parser.add_argument("mountpoint", metavar="MNT")
@@ -215,11 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", default=None, help="log file (default: stderr)")
     parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
     parser.add_argument("--audit", default=None, help="append an audit event per listing and read to this file")
+    parser.add_argument("--exit-with", type=int, default=None, help="unmount when the process with this pid exits")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
         setup_logging(args.log)
-        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background, audit=args.audit)
+        serve(
+            args.mountpoint,
+            seeds,
+            args.cache_mb,
+            detach_stderr=args.background,
+            audit=args.audit,
+            exit_with=args.exit_with,
+        )
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return exc.exit_code

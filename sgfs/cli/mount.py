@@ -110,7 +110,14 @@ def unmount_command(mountpoint: str) -> None:
     click.echo(f"unmounted {mnt}", err=True)
 
 
-def _start_daemon(mnt: str, seeds: str, cache_mb: int, log_file: str | None, audit_file: str | None = None) -> int:
+def _start_daemon(
+    mnt: str,
+    seeds: str,
+    cache_mb: int,
+    log_file: str | None,
+    audit_file: str | None = None,
+    exit_with: int | None = None,
+) -> int:
     """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
     args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
     args.append("--background")
@@ -118,6 +125,8 @@ def _start_daemon(mnt: str, seeds: str, cache_mb: int, log_file: str | None, aud
         args += ["--log", log_file]
     if audit_file is not None:
         args += ["--audit", audit_file]
+    if exit_with is not None:
+        args += ["--exit-with", str(exit_with)]
     env = dict(os.environ)
     # The daemon runs from "/" (so it pins no working directory): make sure it imports this very sgfs.
     package_root = str(Path(sgfs.__file__).resolve().parent.parent)

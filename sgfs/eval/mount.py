@@ -35,7 +35,7 @@ def private_mount(seeds: list[int]) -> Iterator[RunMount]:
     pid: int | None = None
     try:
         listed = ",".join(map(str, seeds[:10_000]))
-        pid = _start_daemon(mnt, listed, DEFAULT_CACHE_MB, None, audit)
+        pid = _start_daemon(mnt, listed, DEFAULT_CACHE_MB, None, audit, exit_with=os.getpid())
         yield RunMount(mnt, audit)
     finally:
         # SIGINT/SIGTERM while cleaning up must not leave a stale mount: hold them until done.
