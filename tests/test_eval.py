@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from test_mount import SGFS, mounted, one_line_error, require_fuse, sgfs
 
+import generators
 from qa.grading import VARIANTS
 from sgfs.daemon import mount_table
 from sgfs.eval.protocol import command_line, read_answer
@@ -193,9 +194,11 @@ def test_audit_attributes_each_extra_read_under_j4(tmp_path: Path, questions: Pa
     chosen = {qid: files[index % 3] for index, qid in enumerate(ids)}
     table = tmp_path / "chosen.txt"
     table.write_text("".join(f"{qid} {path}\n" for qid, path in chosen.items()))
+    other = f"/{SEED + 1}/{generators.repository(SEED + 1).file_paths()[0]}"
     agent = write_agent(
         tmp_path / "reader.sh",
         f'path=$(grep "^$SGFS_QUESTION_ID " {table} | cut -d" " -f2)\ncat "$path" > /dev/null\n'
+        f'if [ "$SGFS_QUESTION_ID" = "{ids[0]}" ]; then ls > /dev/null; cat "$SGFS_REPO/..{other}" > /dev/null; fi\n'
         'sleep 0.2\necho "not possible"\n',
     )
     out = tmp_path / "run"
@@ -205,7 +208,12 @@ def test_audit_attributes_each_extra_read_under_j4(tmp_path: Path, questions: Pa
     assert len(records) == len(ids)
     for record in records:
         assert record["files_read"] == [chosen[record["id"]]], record
-        assert record["dirs_listed"] == [] and record["reads_outside"] == []
+        if record["id"] == ids[0]:  # one question also listed its repository and read another repository's file
+            assert record["dirs_listed"] == ["."] and record["reads_outside"] == [other]
+        else:
+            assert record["dirs_listed"] == [] and record["reads_outside"] == []
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reads_outside_repository"] == 1
 
 
 @pytest.mark.fuse
