@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qa.grading import answer_text, grade
+from qa.grading import grade
 from sgfs.eval.audit import AuditReader, evidence_fields
 from sgfs.eval.protocol import command_line, prompt, read_answer
 from sgfs.eval.questions import Item
@@ -131,7 +131,7 @@ class Runner:
             "category": item.graded.category,
             "answer_kind": item.graded.answer_kind,
             "answerable": item.graded.answerable,
-            "answer": (verdict.parsed if verdict else answer_text(answer.value)).strip() if not answer.empty else None,
+            "answer": verdict.parsed.strip() if verdict else None,
             "extracted": verdict.extracted if verdict else None,
             "correct": bool(status == "ok" and verdict and verdict.correct),
             "abstained": bool(status == "ok" and verdict and verdict.abstained),
