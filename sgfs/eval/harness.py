@@ -60,7 +60,10 @@ def load_items(config: EvalConfig) -> list[q.Item]:
         lines, source = q.read_lines(config.questions_file), config.questions_file
     else:
         assert config.seeds is not None
-        lines, source = q.generate_lines(config.seeds, config.per_type, config.unanswerable), "generated questions"
+        with _progress(config.quiet or not sys.stderr.isatty()) as progress:
+            task = progress.add_task("generating questions", total=len(config.seeds), accuracy="")
+            lines = q.generate_lines(config.seeds, config.per_type, config.unanswerable, lambda: progress.advance(task))
+        source = "generated questions"
     items = q.make_items(q.parse_records(lines, source), config.variant)
     items = q.select_shard(items, config.shard)
     if not items:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -45,8 +46,10 @@ class Item:
         return text
 
 
-def generate_lines(seeds: list[int], per_type: int, unanswerable: float) -> list[str]:
-    """The JSON lines `sgfs qa` would write for ``seeds``."""
+def generate_lines(
+    seeds: list[int], per_type: int, unanswerable: float, on_seed: Callable[[], None] | None = None
+) -> list[str]:
+    """The JSON lines `sgfs qa` would write for ``seeds``; ``on_seed`` is called after each repository."""
     from generators import Repository, SpecError, build_spec
     from qa.generate import Options, generate
 
@@ -58,6 +61,8 @@ def generate_lines(seeds: list[int], per_type: int, unanswerable: float) -> list
         except SpecError as exc:
             raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
         lines += [json.dumps(q.to_dict(), ensure_ascii=False) for q in generate(repository, options)]
+        if on_seed is not None:
+            on_seed()
     return lines
 
 
