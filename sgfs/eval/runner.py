@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -43,10 +44,8 @@ class Runner:
         self.settings = settings
         self._lock = threading.Lock()
         self._groups: set[int] = set()
-        self._stopping = threading.Event()
 
     def kill_all(self) -> None:
-        self._stopping.set()
         with self._lock:
             groups = sorted(self._groups)
         for group in groups:
@@ -106,9 +105,7 @@ class Runner:
         )
         elapsed = time.monotonic() - start
         answer = read_answer(str(answer_file), stdout)
-        for path in (prompt_file, answer_file):
-            path.unlink(missing_ok=True)
-        scratch.rmdir()
+        shutil.rmtree(scratch, ignore_errors=True)  # with whatever else the agent left there
 
         if timed_out:
             status = "timeout"
