@@ -20,6 +20,7 @@ import signal
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -162,8 +163,14 @@ def serve(
     *,
     detach_stderr: bool = False,
     factory: Callable[[int], Repository] | None = None,
+    audit: str | None = None,
+    exit_with: int | None = None,
 ) -> None:
-    """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
+    """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP).
+
+    With ``audit`` (a file outside the mount), every directory listing and file read is appended there
+    with the caller's session (docs/eval.md), and the kernel keeps no page cache across opens, so that every
+    open and the reads after it reach the daemon."""
     fuse = check_fuse()
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
@@ -171,7 +178,14 @@ def serve(
     from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
 
     source = MountSource(seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository)
-    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
+    sink = None
+    operations = SgfsOperations
+    if audit is not None:
+        from sgfs.eval.audit import AuditSink
+        from sgfs.eval.audited_ops import AuditedOperations
+
+        sink, operations = AuditSink.open(audit), AuditedOperations
+    ops = operations(source, on_init=_detach_stderr if detach_stderr else None, audit=sink)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
         "nothreads": False,  # one thread per concurrent request
@@ -184,11 +198,17 @@ def serve(
         "entry_timeout": TIMEOUT_S,
         "negative_timeout": TIMEOUT_S,
     }
+    if sink is not None:
+        # A page kept in the cache across opens would hide a second question's reads from the daemon: without
+        # kernel_cache the kernel drops a file's pages at each open (and mmap still works, unlike direct_io).
+        del options["kernel_cache"]
     if threading.current_thread() is threading.main_thread():
         # libfuse only installs its exit handlers on signals left at SIG_DFL.
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
     log.info("serving %s (seeds listed: %d, cache %d MiB, pid %d)", mnt, len(seeds), cache_mb, os.getpid())
+    if exit_with is not None:
+        _watch_owner(exit_with)
     try:
         fuse.FUSE(ops, mnt, **options)
     except RuntimeError as exc:
@@ -197,6 +217,25 @@ def serve(
         if not ops.initialized:
             raise SgfsError(f"cannot mount {mnt}: libfuse failed with code {exc} (see its message)") from None
     log.info("unmounted %s", mnt)
+
+
+def _watch_owner(pid: int) -> None:
+    """Unmount once process ``pid`` is gone: a private mount must not outlive a harness that was killed (SIGKILL
+    gives it no chance to clean up). SIGTERM to ourselves is libfuse's own clean way out."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                log.info("owner process %d is gone: unmounting", pid)
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            except PermissionError:
+                pass  # it exists, owned by someone else
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
     parser.add_argument("--specs", default=None, help="spec pack to serve")
     parser.add_argument("--fallback", default=None, choices=["procedural"], help="for seeds outside the pack")
+    parser.add_argument("--audit", default=None, help="append an audit event per listing and read to this file")
+    parser.add_argument("--exit-with", type=int, default=None, help="unmount when the process with this pid exits")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
@@ -215,7 +256,15 @@ def main(argv: list[str] | None = None) -> int:
         factory = mount_repositories(args.specs, args.fallback) if args.specs else None
         if factory is not None and not seeds:
             seeds = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
-        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background, factory=factory)
+        serve(
+            args.mountpoint,
+            seeds,
+            args.cache_mb,
+            detach_stderr=args.background,
+            factory=factory,
+            audit=args.audit,
+            exit_with=args.exit_with,
+        )
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return exc.exit_code

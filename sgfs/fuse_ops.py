@@ -13,11 +13,14 @@ import logging
 import os
 import stat
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import mfusepy
 
 from sgfs.source import GenerationError, MountSource
+
+if TYPE_CHECKING:
+    from sgfs.eval.audit import AuditSink
 
 log = logging.getLogger("sgfs.mount")
 
@@ -59,8 +62,11 @@ def _errors(method: F) -> F:
 class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships no type information
     use_ns = True  # timestamps in integer nanoseconds (and no deprecation warning)
 
-    def __init__(self, source: MountSource, on_init: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, source: MountSource, on_init: Callable[[], None] | None = None, audit: AuditSink | None = None
+    ) -> None:
         self.source = source
+        self.audit = audit  # where listings and reads are recorded, with the caller's pid (docs/eval.md)
         self._on_init = on_init
         self.uid = os.getuid()
         self.gid = os.getgid()
@@ -103,6 +109,8 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
     def readdir(self, path: str, fh: int) -> list[tuple[str, int, int]]:
         # Passing st_mode gives the kernel each entry's d_type: `find -type f` need not stat every file.
         listing = self.source.listdir(path)
+        if self.audit is not None:
+            self.audit.record(mfusepy.fuse_get_context()[2], "readdir", path, 0)
         return [(".", DIR_MODE, 0), ("..", DIR_MODE, 0)] + [
             (name, DIR_MODE if is_dir else FILE_MODE, 0) for name, is_dir in listing
         ]
@@ -130,7 +138,11 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
     # -- content -----------------------------------------------------------------------------------------
     @_errors
     def read(self, path: str, size: int, offset: int, fh: int) -> bytes:
-        return self.source.read(path, size, offset)
+        data = self.source.read(path, size, offset)
+        if self.audit is not None:
+            # Recorded before the reply: once the reader has its bytes, the event is in the sink.
+            self.audit.record(mfusepy.fuse_get_context()[2], "read", path, len(data))
+        return data
 
     # No open, getxattr or listxattr callbacks: with the "ro" mount option the kernel itself refuses every
     # open for writing (EROFS), and without xattr callbacks it learns after one ENOSYS that this filesystem

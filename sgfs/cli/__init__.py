@@ -11,12 +11,15 @@ import sys
 
 import click
 
+from sgfs.cli.agent import agent_command
+from sgfs.cli.eval import eval_command
 from sgfs.cli.export import export_command
 from sgfs.cli.grade import grade_command
 from sgfs.cli.inspect import cat_command, digest_command, ls_command, spec_command, tree_command
 from sgfs.cli.mcp import mcp_command
 from sgfs.cli.mount import mount_command, unmount_command
 from sgfs.cli.qa import qa_command
+from sgfs.cli.report import report_command
 from sgfs.cli.specs import specs_group
 from sgfs.errors import SgfsError
 
@@ -40,6 +43,9 @@ for command in (
     grade_command,
     specs_group,
     mcp_command,
+    eval_command,
+    agent_command,
+    report_command,
 ):
     cli.add_command(command)
 

@@ -57,6 +57,14 @@ the mount answers; stop it with `sgfs unmount MNT`.
     default=None,
     help="Write the daemon's log here (default: stderr with --foreground, discarded in the background).",
 )
+@click.option(
+    "--audit",
+    "audit_file",
+    metavar="FILE",
+    default=None,
+    help="Append every listing and read, with the caller's session, to FILE (for `sgfs eval --audit`); "
+    "turns off the kernel's page cache.",
+)
 @specs_options
 def mount_command(
     mountpoint: str,
@@ -64,6 +72,7 @@ def mount_command(
     foreground: bool,
     cache_mb: int,
     log_file: str | None,
+    audit_file: str | None,
     specs: str | None,
     fallback: str | None,
 ) -> None:
@@ -85,11 +94,20 @@ def mount_command(
                 pass
         except OSError as exc:
             raise SgfsError(f"cannot write log file {log_file}: {exc.strerror or exc}") from None
+    if audit_file is not None:
+        audit_file = os.path.abspath(audit_file)
+        if audit_file == mnt or audit_file.startswith(mnt + os.sep):
+            raise SgfsError(f"--audit {audit_file} must lie outside the mount point")
+        try:
+            with open(audit_file, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise SgfsError(f"cannot write audit file {audit_file}: {exc.strerror or exc}") from None
     if foreground:
         setup_logging(log_file)
-        serve(mnt, seed_list, cache_mb, factory=factory)
+        serve(mnt, seed_list, cache_mb, factory=factory, audit=audit_file)
         return
-    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback)
+    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback, audit_file)
     listed = f"{len(seed_list)} seed{'s' * (len(seed_list) != 1)} listed" if seed_list else "no seed listed"
     click.echo(f"mounted sgfs at {mnt} ({listed}; daemon pid {pid})", err=True)
 
@@ -110,7 +128,14 @@ def unmount_command(mountpoint: str) -> None:
 
 
 def _start_daemon(
-    mnt: str, seeds: str, cache_mb: int, log_file: str | None, specs: str | None, fallback: str | None
+    mnt: str,
+    seeds: str,
+    cache_mb: int,
+    log_file: str | None,
+    specs: str | None = None,
+    fallback: str | None = None,
+    audit_file: str | None = None,
+    exit_with: int | None = None,
 ) -> int:
     """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
     args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
@@ -121,6 +146,10 @@ def _start_daemon(
         args += ["--fallback", fallback]
     if log_file is not None:
         args += ["--log", log_file]
+    if audit_file is not None:
+        args += ["--audit", audit_file]
+    if exit_with is not None:
+        args += ["--exit-with", str(exit_with)]
     env = dict(os.environ)
     # The daemon runs from "/" (so it pins no working directory): make sure it imports this very sgfs.
     package_root = str(Path(sgfs.__file__).resolve().parent.parent)

@@ -1,0 +1,148 @@
+"""``sgfs eval (SEEDS | --questions FILE) --agent CMD --out DIR``: run an agent on every question, grade, audit,
+report and gate (docs/eval.md, docs/ci.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sgfs.errors import SgfsError
+from sgfs.seeds import parse_seed_list
+
+if TYPE_CHECKING:
+    from sgfs.eval.results import LoadedRuns
+
+EVAL_HELP = """Run the agent CMD on every question of the repositories SEEDS (or of --questions FILE), grade
+the answers like `sgfs grade`, record what each agent read, and write DIR/results.jsonl, DIR/summary.json,
+DIR/run.json and DIR/report/.
+
+CMD is a shell command run once per question in the repository's directory on the mount, the prompt on stdin;
+{prompt_file}, {repo}, {question_id} and {answer_file} in it are replaced (shell-quoted). Protocol:
+docs/eval.md. Exit codes: 0 done, 1 the gate failed, 2 bad input.
+"""
+
+
+@click.command("eval", help=EVAL_HELP, context_settings={"ignore_unknown_options": True})
+@click.argument("seeds", required=False)
+@click.option("--questions", "questions_file", metavar="FILE", help="Questions written by `sgfs qa` (JSONL).")
+@click.option("--agent", required=True, metavar="CMD", help="The agent command (see above).")
+@click.option("--out", "out", required=True, metavar="DIR", help="Run directory.")
+@click.option("--mount", "mount", metavar="MNT", help="Use this running sgfs mount instead of a private one.")
+@click.option("--audit", "audit_file", metavar="FILE", help="With --mount: the file given to `sgfs mount --audit`.")
+@click.option("-j", "--jobs", type=click.IntRange(1, 256), default=1, show_default=True, help="Agents at once.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600, show_default=True,
+              help="Seconds per question; the agent's process group is killed after it.")  # fmt: skip
+@click.option("--resume", is_flag=True, help="Finish the run in DIR: run only the questions not yet recorded.")
+@click.option("--shard", metavar="I/N", help="Run only shard I of N (a deterministic split by question id).")
+@click.option("--per-type", type=click.IntRange(0, 1000), default=5, show_default=True, help="As in `sgfs qa`.")
+@click.option("--unanswerable", type=click.FloatRange(0, 1), default=0.28, show_default=True, help="As in `sgfs qa`.")
+@click.option("--variant", type=click.Choice(["template", "paraphrase_1", "paraphrase_2", "paraphrase_3", "all"]),
+              default="template", show_default=True, help="Which wording of each question to ask.")  # fmt: skip
+@click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Gate: exit 1 below this accuracy.")
+@click.option("--baseline", metavar="DIR", help="Gate and report against this earlier run.")
+@click.option("--max-drop", type=click.FloatRange(0, 1), help="Gate: exit 1 when accuracy drops more than this.")
+@click.option("--junit", "junit_file", metavar="FILE", help="Write JUnit XML, one test case per question.")
+@click.option("--no-report", is_flag=True, help="Skip DIR/report/ (report.md, report.html and plots).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def eval_command(
+    seeds: str | None,
+    questions_file: str | None,
+    agent: str,
+    out: str,
+    mount: str | None,
+    audit_file: str | None,
+    jobs: int,
+    timeout_s: float,
+    resume: bool,
+    shard: str | None,
+    per_type: int,
+    unanswerable: float,
+    variant: str,
+    min_accuracy: float | None,
+    baseline: str | None,
+    max_drop: float | None,
+    junit_file: str | None,
+    no_report: bool,
+    quiet: bool,
+) -> None:
+    from sgfs.eval.harness import EvalConfig, run_eval
+    from sgfs.eval.questions import parse_shard
+
+    if (seeds is None) == (questions_file is None):
+        raise SgfsError("give either SEEDS or --questions FILE (exactly one)")
+    if audit_file is not None and mount is None:
+        raise SgfsError("--audit goes with --mount (a private mount is always audited)")
+    if max_drop is not None and baseline is None:
+        raise SgfsError("--max-drop needs --baseline DIR")
+    baseline_runs = _load_baseline(baseline)
+    config = EvalConfig(
+        agent=agent,
+        out=Path(out),
+        seeds=parse_seed_list(seeds) if seeds is not None else None,
+        seeds_text=seeds,
+        questions_file=questions_file,
+        per_type=per_type,
+        unanswerable=unanswerable,
+        variant=variant,
+        shard=parse_shard(shard),
+        jobs=jobs,
+        timeout_s=timeout_s,
+        resume=resume,
+        mount=mount,
+        audit_file=audit_file,
+        quiet=quiet,
+    )
+    summary, records = run_eval(config)
+    click.echo(_one_line(summary, config.out), err=True)
+    finish(records, [config.out], baseline, baseline_runs, min_accuracy, max_drop, junit_file,
+           None if no_report else config.out / "report")  # fmt: skip
+
+
+def _load_baseline(baseline: str | None) -> LoadedRuns | None:
+    if baseline is None:
+        return None
+    from sgfs.eval.results import load_results
+
+    return load_results([baseline])
+
+
+def _one_line(summary: dict[str, Any], out: Path) -> str:
+    accuracy = summary["accuracy"]
+    recall = summary.get("evidence_recall_mean")
+    shown = "-" if not isinstance(accuracy, float) else f"{accuracy:.3f}"
+    extra = "" if not isinstance(recall, float) else f", evidence recall {recall:.3f}"
+    return f"graded {summary['n']} answers: accuracy {shown}{extra}; results in {out}"
+
+
+def finish(
+    records: list[dict[str, Any]],
+    dirs: list[Path],
+    baseline: str | None,
+    baseline_runs: LoadedRuns | None,
+    min_accuracy: float | None,
+    max_drop: float | None,
+    junit_file: str | None,
+    report_dir: Path | None,
+) -> None:
+    """What `sgfs eval` and `sgfs report` share at the end: JUnit, the report, then the gate (exit 1)."""
+    from sgfs.eval.gate import check_gate
+    from sgfs.eval.junit import write_junit
+    from sgfs.eval.results import summarize_records
+
+    if junit_file is not None:
+        try:
+            write_junit(Path(junit_file), records)
+        except OSError as exc:
+            raise SgfsError(f"cannot write {junit_file}: {exc.strerror or exc}", exit_code=1) from None
+    base = baseline_runs
+    if report_dir is not None:
+        from sgfs.eval.report import write_report
+
+        write_report(report_dir, records, dirs, base, baseline)
+    summary = summarize_records(records)
+    base_summary = summarize_records(base.records) if base is not None else None
+    reason = check_gate(summary, min_accuracy, base_summary, max_drop)
+    if reason is not None:
+        raise SgfsError(reason, exit_code=1)

@@ -1,0 +1,204 @@
+"""One `sgfs eval` run end to end: items, run directory (resume), mount, agents, records, summary."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+import sgfs.eval.questions as q
+from sgfs.errors import SgfsError
+from sgfs.eval.audit import AuditReader
+from sgfs.eval.mount import RunMount, private_mount, user_mount
+from sgfs.eval.protocol import check_agent
+from sgfs.eval.results import (
+    RESULTS,
+    RUN,
+    SUMMARY,
+    ResultsWriter,
+    read_records,
+    read_run,
+    record_key,
+    summarize_records,
+    write_json,
+)
+from sgfs.eval.runner import Interrupted, Runner, RunSettings
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    agent: str
+    out: Path
+    seeds: list[int] | None
+    seeds_text: str | None
+    questions_file: str | None
+    per_type: int
+    unanswerable: float
+    variant: str
+    shard: tuple[int, int] | None
+    jobs: int
+    timeout_s: float
+    resume: bool
+    mount: str | None
+    audit_file: str | None
+    quiet: bool
+
+
+def load_items(config: EvalConfig) -> list[q.Item]:
+    if config.questions_file is not None:
+        lines, source = q.read_lines(config.questions_file), config.questions_file
+    else:
+        assert config.seeds is not None
+        with _progress(config.quiet or not sys.stderr.isatty()) as progress:
+            task = progress.add_task("generating questions", total=len(config.seeds), accuracy="")
+            lines = q.generate_lines(config.seeds, config.per_type, config.unanswerable, lambda: progress.advance(task))
+        source = "generated questions"
+    items = q.make_items(q.parse_records(lines, source), config.variant)
+    items = q.select_shard(items, config.shard)
+    if not items:
+        raise SgfsError("no questions in this shard")
+    return items
+
+
+def prepare_directory(config: EvalConfig, items: list[q.Item]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """run.json for this run and the records already there (with --resume); refuses a foreign DIR."""
+    try:
+        sgfs_version = version("sgfs")
+    except PackageNotFoundError:
+        sgfs_version = "unknown"
+    meta: dict[str, Any] = {
+        "sgfs_version": sgfs_version,
+        "agent": config.agent,
+        "questions_digest": q.digest(items),
+        "questions": len(items),
+        "source": {"questions_file": config.questions_file}
+        if config.questions_file
+        else {"seeds": config.seeds_text, "per_type": config.per_type, "unanswerable": config.unanswerable},
+        "variant": config.variant,
+        "shard": None if config.shard is None else f"{config.shard[0]}/{config.shard[1]}",
+        "timeout_s": config.timeout_s,
+        "jobs": config.jobs,
+        "mount": "private" if config.mount is None else "user",
+    }
+    out = config.out
+    if out.exists() and not out.is_dir():
+        raise SgfsError(f"--out {out} is not a directory")
+    existing = read_run(out) if out.is_dir() else None
+    has_results = (out / RESULTS).exists()
+    if existing is None and has_results:
+        raise SgfsError(f"{out} holds results but no {RUN}: not a directory written by sgfs eval")
+    started = has_results and (out / RESULTS).stat().st_size > 0
+    if existing is not None and started and not config.resume:
+        raise SgfsError(f"{out} already holds a run: add --resume to finish it, or choose another --out")
+    if existing is not None and (started or config.resume):
+        if existing.get("questions_digest") != meta["questions_digest"]:
+            raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
+        if existing.get("agent") != config.agent:
+            raise SgfsError(f"cannot resume {out}: it was made with another agent ({existing.get('agent')!r})")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SgfsError(f"cannot create {out}: {exc.strerror or exc}") from None
+    done = read_records(out / RESULTS, repair=True) if existing is not None else []
+    write_json(out / RUN, meta)
+    return meta, done
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted("terminated")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _progress(quiet: bool) -> Progress:
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[accuracy]}"),
+        TimeRemainingColumn(),
+    )
+    return Progress(*columns, disable=quiet, transient=True, console=Console(stderr=True))
+
+
+def run_eval(config: EvalConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run what is missing, write results, summary and run.json; the summary and every record, in item order."""
+    check_agent(config.agent)
+    items = load_items(config)
+    meta, done = prepare_directory(config, items)
+    wanted = {item.key for item in items}
+    done = [r for r in done if record_key(r) in wanted]
+    finished = {record_key(r) for r in done}
+    todo = [item for item in items if item.key not in finished]
+    records = list(done)
+
+    if todo:
+        seeds = sorted({item.seed for item in items})
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(sigterm_as_interrupt())
+            mount: RunMount
+            if config.mount is None:
+                mount = stack.enter_context(private_mount(seeds))
+            else:
+                mount = user_mount(config.mount, config.audit_file)
+                if mount.audit_file is None:
+                    click.echo(
+                        "sgfs: warning: --mount without --audit: evidence fields are null (mount with "
+                        "`sgfs mount --audit FILE` and pass the same --audit FILE to record them)",
+                        err=True,
+                    )
+            reader = AuditReader(mount.audit_file) if mount.audit_file else None
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgfs-eval-work-")))
+            runner = Runner(RunSettings(config.agent, mount.path, config.timeout_s, workdir, reader))
+            writer = ResultsWriter(config.out / RESULTS)
+            stack.callback(writer.close)
+            progress = stack.enter_context(_progress(config.quiet or not sys.stderr.isatty()))
+            correct = sum(bool(r["correct"]) for r in records)
+            task = progress.add_task(
+                "questions", total=len(items), completed=len(records), accuracy=_accuracy(correct, len(records))
+            )
+
+            def on_record(record: dict[str, Any]) -> None:
+                nonlocal correct
+                writer.write(record)
+                records.append(record)
+                correct += bool(record["correct"])
+                progress.update(task, advance=1, accuracy=_accuracy(correct, len(records)))
+
+            try:
+                runner.run(todo, config.jobs, on_record)
+            except (KeyboardInterrupt, Interrupted):
+                runner.kill_all()
+                raise SgfsError(
+                    f"interrupted: {len(records)} of {len(items)} questions recorded in {config.out / RESULTS} "
+                    "(finish with --resume)",
+                    exit_code=130,
+                ) from None
+
+    order = {item.key: index for index, item in enumerate(items)}
+    records.sort(key=lambda r: order[record_key(r)])
+    summary = summarize_records(records)
+    summary["questions_digest"] = meta["questions_digest"]
+    write_json(config.out / SUMMARY, summary)
+    return summary, records
+
+
+def _accuracy(correct: int, total: int) -> str:
+    return f"accuracy {100 * correct / total:.1f}%" if total else "accuracy -"

@@ -1,0 +1,102 @@
+"""The agent protocol (docs/eval.md): the prompt, the command line, the environment, and reading the answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from qa.grading import JsonValue, extract_answer
+from sgfs.errors import SgfsError
+
+PLACEHOLDERS = ("prompt_file", "repo", "question_id", "answer_file")
+MAX_ANSWER_BYTES = 1 << 20
+INSTRUCTIONS = (
+    "The repository is your current working directory; the paths above are relative to it. It is read-only: "
+    "explore it with any tools you like. End your reply with your final answer as JSON on its own line, "
+    'e.g. {"answer": 42} or {"answer": "not possible"}.'
+)
+# Words a POSIX shell runs itself: a command starting with one needs no binary on PATH.
+SHELL_WORDS = frozenset(
+    (
+        *("!", "{", "(", "[", "[[", ".", ":", "true", "false", "exec", "env", "cd", "echo", "printf", "test"),
+        *("command", "eval", "set", "export", "read", "if", "for", "while", "case"),
+    )
+)
+
+
+def prompt(question_text: str) -> str:
+    return f"{question_text}\n\n{INSTRUCTIONS}\n"
+
+
+def command_line(template: str, values: dict[str, str]) -> str:
+    """The agent command with its placeholders replaced by shell-quoted values (other braces are left alone,
+    so commands may contain JSON or awk programs)."""
+    line = template
+    for name in PLACEHOLDERS:
+        line = line.replace("{" + name + "}", shlex.quote(values[name]))
+    return line
+
+
+def check_agent(template: str) -> None:
+    """An SgfsError when the command's program cannot be found (the first word after VAR=value words)."""
+    try:
+        words = shlex.split(template)
+    except ValueError as exc:
+        raise SgfsError(f"invalid --agent command {template!r}: {exc}") from None
+    words = [w for w in words if not (("=" in w) and w.split("=", 1)[0].isidentifier())]
+    if not words:
+        raise SgfsError("--agent is empty")
+    program = words[0]
+    if program in SHELL_WORDS or any(c in program for c in "{$`"):
+        return
+    if "/" in program:
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            raise SgfsError(f"agent program {program} does not exist or is not executable")
+    elif shutil.which(program) is None:
+        raise SgfsError(f"agent program {program!r} is not on PATH")
+
+
+@dataclass(frozen=True)
+class AgentAnswer:
+    value: JsonValue
+    usage: dict[str, int] | None
+    tool_calls: int | None
+    empty: bool
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+        return None
+    if isinstance(value, Decimal) and value != value.to_integral_value():
+        return None
+    return int(value) if value >= 0 else None
+
+
+def read_answer(answer_file: str, stdout: str) -> AgentAnswer:
+    """The answer file when the agent wrote one (plain text, or JSON with answer/usage/tool_calls), else stdout."""
+    text: str | None = None
+    try:
+        with open(answer_file, "rb") as handle:
+            text = handle.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+    except OSError:
+        text = None
+    if text is None:
+        return AgentAnswer(extract_answer(stdout), None, None, not stdout.strip())
+    try:
+        obj = json.loads(text, parse_float=Decimal, parse_int=Decimal)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and "answer" in obj:
+        usage = None
+        if isinstance(obj.get("usage"), dict):
+            tokens = {k: _count(obj["usage"].get(k)) for k in ("input_tokens", "output_tokens")}
+            usage = {k: v for k, v in tokens.items() if v is not None} or None
+        value: JsonValue = obj["answer"]
+        empty = value is None or (isinstance(value, str) and not value.strip())
+        return AgentAnswer(value, usage, _count(obj.get("tool_calls")), empty)
+    return AgentAnswer(extract_answer(text), None, None, not text.strip())
