@@ -99,7 +99,7 @@ def test_read_answer_file_forms(tmp_path: Path) -> None:
     full = read_answer(str(answer), "ignored")
     assert (str(full.value), full.usage, full.tool_calls) == ("0.125", {"input_tokens": 10, "output_tokens": 3}, 4)
     answer.write_text("The answer is yes.")
-    assert read_answer(str(answer), "").value == "The answer is yes."
+    assert read_answer(str(answer), "").value == "yes"  # the final answer after its marker
     answer.write_text('{"answer": ""}')
     assert read_answer(str(answer), "stdout is not used").empty
 
