@@ -5,6 +5,7 @@ is involved: every "model" output below is written by this test."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -190,6 +191,31 @@ log = eval("sgfs/infinite_science", task_args={"seeds": 34, "per_type": 1}, mode
            sample_id=["34-readme-1"], log_dir=sys.argv[1], display="none")[0]
 print(log.eval.task, log.results.scores[0].metrics["accuracy"].value)
 """
+
+
+def test_report_reads_the_inspect_log(eval_log: Any, tmp_path: Path) -> None:
+    """One report format for both harnesses: `sgfs report` on an Inspect log, with the gate."""
+    from sgfs.cli import main
+
+    def sgfs(*args: str) -> int:
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        return 0
+
+    log = eval_log.location
+    records = records_from_log(log)
+    accuracy = sum(bool(r["correct"]) for r in records) / len(records)
+    assert sgfs("report", log, "--out", str(tmp_path / "report"), "--min-accuracy", f"{accuracy - 0.01:.2f}") == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert f"{len(records)}" in markdown and "inspect_ai" in markdown
+    html = (tmp_path / "report" / "report.html").read_text()
+    images = re.findall(r'href="([^"]+\.png)"', html)
+    assert images and all((tmp_path / "report" / name).is_file() for name in images)
+    assert sgfs("report", log, "--out", str(tmp_path / "gated"), "--min-accuracy", f"{accuracy + 0.01:.2f}") == 1
+    (tmp_path / "broken.eval").write_bytes(b"not a log")
+    assert sgfs("report", str(tmp_path / "broken.eval"), "--out", str(tmp_path / "x")) == 2
 
 
 def test_task_is_found_by_name(tmp_path: Path) -> None:

@@ -125,8 +125,10 @@ def finish(
     max_drop: float | None,
     junit_file: str | None,
     report_dir: Path | None,
+    runs: list[dict[str, Any]] | None = None,
 ) -> None:
-    """What `sgfs eval` and `sgfs report` share at the end: JUnit, the report, then the gate (exit 1)."""
+    """What `sgfs eval` and `sgfs report` share at the end: JUnit, the report, then the gate (exit 1). ``runs``:
+    what the loader read of each run (read again from ``dirs`` when not given)."""
     from sgfs.eval.gate import check_gate
     from sgfs.eval.junit import write_junit
     from sgfs.eval.results import summarize_records
@@ -140,7 +142,7 @@ def finish(
     if report_dir is not None:
         from sgfs.eval.report import write_report
 
-        write_report(report_dir, records, dirs, base, baseline)
+        write_report(report_dir, records, dirs, base, baseline, runs)
     summary = summarize_records(records)
     base_summary = summarize_records(base.records) if base is not None else None
     reason = check_gate(summary, min_accuracy, base_summary, max_drop)

@@ -10,7 +10,8 @@ from sgfs.errors import SgfsError
 
 
 @click.command("report", help="Write REPORT/report.md, REPORT/report.html and PNG plots from one or more run "
-               "directories of `sgfs eval` (shards merge into one report). Exit 1 when a gate fails.")  # fmt: skip
+               "directories of `sgfs eval` or Inspect AI logs (.eval/.json) of the sgfs/infinite_science task "
+               "(shards merge into one report). Exit 1 when a gate fails.")  # fmt: skip
 @click.argument("dirs", nargs=-1, required=True, metavar="DIR [DIR ...]")
 @click.option("--out", "out", required=True, metavar="REPORT", help="Directory for the report.")
 @click.option("--baseline", metavar="DIR", help="An earlier run: per-type differences and flipped questions.")
@@ -32,5 +33,6 @@ def report_command(
         raise SgfsError("--max-drop needs --baseline DIR")
     loaded = load_results(list(dirs))
     base = load_results([baseline]) if baseline is not None else None
-    finish(loaded.records, [Path(d) for d in dirs], baseline, base, min_accuracy, max_drop, junit_file, Path(out))
+    paths = [Path(d) for d in dirs]
+    finish(loaded.records, paths, baseline, base, min_accuracy, max_drop, junit_file, Path(out), loaded.runs)
     click.echo(f"wrote {Path(out) / 'report.html'} ({len(loaded.records)} items)", err=True)

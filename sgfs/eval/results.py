@@ -172,12 +172,23 @@ class LoadedRuns:
 
 
 def load_results(directories: list[str | Path]) -> LoadedRuns:
-    """The one loader of the report and the gate: every record of every DIR, the first of duplicates kept."""
+    """The one loader of the report and the gate: every record of every DIR (a run directory of ``sgfs eval``, or
+    an Inspect AI log file of the ``sgfs/infinite_science`` task), the first of duplicates kept."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}
     runs: list[dict[str, Any]] = []
     duplicates: list[str] = []
     for entry in directories:
         directory = Path(entry)
+        if directory.is_file() and directory.suffix in INSPECT_LOG_SUFFIXES:
+            inspect_records, meta = _inspect_log(directory)
+            runs.append({"dir": str(directory), **meta})
+            for record in inspect_records:
+                key = record_key(record)
+                if key in merged:
+                    duplicates.append(key[0])
+                    continue
+                merged[key] = record
+            continue
         if not (directory / RESULTS).is_file():
             raise SgfsError(f"{directory} holds no {RESULTS} (not a run directory)")
         runs.append({"dir": str(directory), **(read_run(directory) or {})})
@@ -191,3 +202,28 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
                 continue
             merged[key] = record
     return LoadedRuns(list(merged.values()), runs, duplicates)
+
+
+# Inspect AI writes .eval logs by default and .json ones on request.
+INSPECT_LOG_SUFFIXES = (".eval", ".json")
+
+
+def _inspect_log(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The records of an Inspect log in the format of ``results.jsonl``, and what the report says of the run."""
+    try:
+        from inspect_ai.log import read_eval_log
+
+        from sgfs.inspect_task.results import records_from_log
+    except ImportError:
+        needs = "needs the inspect extra: pip install 'sgfs[inspect]'"
+        raise SgfsError(f"reading the Inspect log {path} {needs}") from None
+    try:
+        log = read_eval_log(str(path))
+    except Exception as exc:  # any unreadable log: Inspect raises many kinds
+        raise SgfsError(f"cannot read Inspect log {path}: {' '.join(str(exc).split())[:200]}") from None
+    records = records_from_log(log)
+    for record in records:  # a sample that errored before scoring counts as wrong, like a crashed agent
+        record["correct"] = bool(record.get("correct"))
+        record["abstained"] = bool(record.get("abstained"))
+    meta = {"agent": f"inspect_ai {log.eval.task} on {log.eval.model}", "harness": "inspect_ai"}
+    return records, meta
