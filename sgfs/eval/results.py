@@ -189,8 +189,10 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
                     continue
                 merged[key] = record
             continue
+        if not directory.exists():
+            raise SgfsError(f"{directory}: no such run directory or Inspect log")
         if not (directory / RESULTS).is_file():
-            raise SgfsError(f"{directory} holds no {RESULTS} (not a run directory)")
+            raise SgfsError(f"{directory} holds no {RESULTS} (not a run directory of sgfs eval nor an Inspect log)")
         runs.append({"dir": str(directory), **(read_run(directory) or {})})
         for record in read_records(directory / RESULTS):
             missing = [k for k in ("id", "type", "category", "answerable", "correct") if k not in record]
