@@ -12,40 +12,13 @@ import anyio.to_thread
 from inspect_ai.tool import Tool, ToolDef, ToolError
 from inspect_ai.util import store
 
-from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
+from sgfs.mcp.tools import DESCRIPTIONS, RepositoryTools, ToolFailure
 from sgfs.pytool import PythonLimits, run_python, run_shell
 
 # The sample's store key listing the repository files the Python tool's code opened (read by results.py)
 PYTHON_FILES_KEY = "sgfs_python_files_opened"
 T = TypeVar("T")
 PATH = "Path relative to the root, starting with the seed, e.g. 118/data"
-DESCRIPTIONS = {
-    "list_directory": (
-        "List one directory: one line per entry, [DIR] or [FILE] then the name. "
-        "The root lists repositories by seed. Example: list_directory(path='118')"
-    ),
-    "directory_tree": (
-        f"Nested JSON of the entries below a directory, down to `depth` levels (1-{MAX_TREE_DEPTH}, default 3), "
-        "each {name, type, children}. Example: directory_tree(path='118', depth=2)"
-    ),
-    "read_text_file": (
-        "Return a text file's content exactly; head=N gives only its first N lines, tail=N only its last N "
-        "(not both). Example: read_text_file(path='118/run_01.csv', head=40)"
-    ),
-    "read_binary_file": (
-        "Return a file's bytes as base64 in JSON {path, mime_type, size, base64}, for binary files such as .xlsx; "
-        f"files over {BINARY_CAP_BYTES} bytes are refused. Example: read_binary_file(path='118/run_01.xlsx')"
-    ),
-    "get_file_info": (
-        "Type, size in bytes, permissions and modification time of a file or directory. "
-        "Example: get_file_info(path='118/run_01.csv')"
-    ),
-    "search_files": (
-        "Find files and directories below `path` whose name matches a glob (* and ? within a name); "
-        "a pattern with / matches the path below `path` (** spans directories). One path per line. "
-        "Example: search_files(path='118', pattern='*.csv')"
-    ),
-}
 
 
 def _call(work: Callable[[], T]) -> T:

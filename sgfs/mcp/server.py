@@ -12,7 +12,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from generators import MAX_SEED
-from sgfs.mcp.tools import BINARY_CAP_BYTES, MAX_TREE_DEPTH, RepositoryTools, ToolFailure
+from sgfs.mcp.tools import DESCRIPTIONS, RepositoryTools, ToolFailure
 from sgfs.source import MountSource
 
 if TYPE_CHECKING:
@@ -27,34 +27,6 @@ T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 PathArg = Annotated[str, Field(description="Path relative to the root, starting with the seed, e.g. 118/data")]
-
-DESCRIPTIONS = {
-    "list_directory": (
-        "List one directory: one line per entry, [DIR] or [FILE] then the name. "
-        "The root lists repositories by seed. Example: list_directory(path='118')"
-    ),
-    "directory_tree": (
-        "Nested JSON of the entries below a directory, down to `depth` levels (1-"
-        f"{MAX_TREE_DEPTH}, default 3), each {{name, type, children}}. Example: directory_tree(path='118', depth=2)"
-    ),
-    "read_text_file": (
-        "Return a text file's content exactly; head=N gives only its first N lines, tail=N only its last N "
-        "(not both). Example: read_text_file(path='118/run_01.csv', head=40)"
-    ),
-    "read_binary_file": (
-        "Return a file's bytes as base64 in JSON {path, mime_type, size, base64}, for binary files such as .xlsx; "
-        f"files over {BINARY_CAP_BYTES} bytes are refused. Example: read_binary_file(path='118/run_01.xlsx')"
-    ),
-    "get_file_info": (
-        "Type, size in bytes, permissions and modification time of a file or directory. "
-        "Example: get_file_info(path='118/run_01.csv')"
-    ),
-    "search_files": (
-        "Find files and directories below `path` whose name matches a glob (* and ? within a name); "
-        "a pattern with / matches the path below `path` (** spans directories). One path per line. "
-        "Example: search_files(path='118', pattern='*.csv')"
-    ),
-}
 
 
 def _guarded(call: Callable[[], T]) -> T:

@@ -115,6 +115,36 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
+# What a model reads about each tool: short, exact, with an example. One text for MCP and for Inspect.
+DESCRIPTIONS = {
+    "list_directory": (
+        "List one directory: one line per entry, [DIR] or [FILE] then the name. "
+        "The root lists repositories by seed. Example: list_directory(path='118')"
+    ),
+    "directory_tree": (
+        "Nested JSON of the entries below a directory, down to `depth` levels (1-"
+        f"{MAX_TREE_DEPTH}, default 3), each {{name, type, children}}. Example: directory_tree(path='118', depth=2)"
+    ),
+    "read_text_file": (
+        "Return a text file's content exactly; head=N gives only its first N lines, tail=N only its last N "
+        "(not both). Example: read_text_file(path='118/run_01.csv', head=40)"
+    ),
+    "read_binary_file": (
+        "Return a file's bytes as base64 in JSON {path, mime_type, size, base64}, for binary files such as .xlsx; "
+        f"files over {BINARY_CAP_BYTES} bytes are refused. Example: read_binary_file(path='118/run_01.xlsx')"
+    ),
+    "get_file_info": (
+        "Type, size in bytes, permissions and modification time of a file or directory. "
+        "Example: get_file_info(path='118/run_01.csv')"
+    ),
+    "search_files": (
+        "Find files and directories below `path` whose name matches a glob (* and ? within a name); "
+        "a pattern with / matches the path below `path` (** spans directories). One path per line. "
+        "Example: search_files(path='118', pattern='*.csv')"
+    ),
+}
+
+
 class RepositoryTools:
     """``list_directory``, ``directory_tree``, ``read_text_file``, ``read_binary_file``, ``get_file_info`` and
     ``search_files`` over one ``MountSource`` (thread-safe, as the source is)."""
