@@ -1,9 +1,11 @@
 """An Inspect eval log as the per-question result records of ``sgfs eval`` (one format for ``sgfs report``).
 
-Record keys: id, seed, type, category, variant, answerable, answer, correct, abstained, status (ok | timeout |
-crash | no_answer), time_s, usage {input_tokens, output_tokens}, tool_calls, files_read, evidence_read,
-evidence_recall. Files read are those of successful read_text_file / read_binary_file calls and those the
-code of run_python_code opened (Python's "open" audit events, kept in the sample's store). What a bash
+Record keys (those of ``sgfs.eval.results.RECORD_KEYS``): id, seed, type, category, answer_kind, variant,
+answerable, answer, correct, abstained, status (ok | timeout | crash | no_answer), time_s, usage {input_tokens,
+output_tokens}, tool_calls, files_read, evidence_read, evidence_recall.
+
+Files read are those of successful read_text_file / read_binary_file calls and those the code of
+run_python_code opened (Python's "open" audit events, kept in the sample's store). What a bash
 command read is unknown: when a sample ran bash, the three file fields are null.
 """
 
@@ -91,6 +93,7 @@ def sample_record(sample: EvalSample) -> dict[str, Any]:
         "seed": seed,
         "type": metadata.get("type", record.get("type")),
         "category": metadata.get("category", record.get("category")),
+        "answer_kind": record.get("answer_kind"),
         "variant": metadata.get("variant"),
         "answerable": metadata.get("answerable", record.get("answerable")),
         "answer": score.answer if score is not None else None,
