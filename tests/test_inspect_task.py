@@ -132,6 +132,7 @@ def test_records_from_the_log(eval_log: Any) -> None:
         "seed": SEED,
         "type": "readme",
         "category": "Repository Metadata",
+        "answer_kind": "yes_no",
         "variant": "template",
         "answerable": True,
         "answer": "yes",
