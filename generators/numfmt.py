@@ -53,8 +53,8 @@ def round_g(values: FloatArray, digits: int) -> tuple[list[str], FloatArray]:
     """The ``%.{digits}g`` text of every value and the doubles those texts denote (``float(text)``)."""
     flat = np.ascontiguousarray(values, dtype=np.float64).ravel()
     if not 1 <= digits <= MAX_VECTOR_DIGITS or flat.size < 16:
-        text = list(map(f"%.{digits}g".__mod__, flat.tolist()))
-        return text, np.array(text, dtype=np.float64).reshape(flat.shape)
+        spelled = list(map(f"%.{digits}g".__mod__, flat.tolist()))
+        return spelled, np.array(spelled, dtype=np.float64).reshape(flat.shape)
     dec = decimals(flat, digits)
     text: list[str] = _assemble(dec, digits).tolist()
     shift = dec.kept - 1 - dec.exponent  # value = mantissa / 10**shift

@@ -26,9 +26,11 @@ from types import ModuleType
 
 import generators
 from generators import Repository
+from sgfs.diskcache import DEFAULT_DISK_CACHE_MB, DiskCache, default_cache_dir
 from sgfs.errors import SgfsError
 from sgfs.seeds import mount_repositories, parse_seed_list
 from sgfs.source import DEFAULT_CACHE_MB, MIB, MountSource
+from sgfs.synthpool import SynthesisPool
 
 log = logging.getLogger("sgfs.mount")
 
@@ -162,15 +164,25 @@ def serve(
     *,
     detach_stderr: bool = False,
     factory: Callable[[int], Repository] | None = None,
+    cache_dir: str | None = None,
+    disk_cache_mb: int = DEFAULT_DISK_CACHE_MB,
+    workers: int | None = None,
 ) -> None:
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
     fuse = check_fuse()
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
         raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
-    from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
+    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse  # imports mfusepy: only once FUSE works
 
-    source = MountSource(seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository)
+    # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
+    disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
+    pool = SynthesisPool(workers, disk) if workers != 0 else None
+    if pool is not None:
+        pool.warm()
+    source = MountSource(
+        seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository, disk=disk, pool=pool
+    )
     ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
@@ -190,12 +202,15 @@ def serve(
             signal.signal(sig, signal.SIG_DFL)
     log.info("serving %s (seeds listed: %d, cache %d MiB, pid %d)", mnt, len(seeds), cache_mb, os.getpid())
     try:
-        fuse.FUSE(ops, mnt, **options)
+        listing_cache_fuse(fuse.FUSE)(ops, mnt, **options)
     except RuntimeError as exc:
         # libfuse >= 3.12 reports the signal that ended the loop as an error (fuse_main_real returns 8):
         # after a successful start that is our normal way out, and libfuse has already unmounted.
         if not ops.initialized:
             raise SgfsError(f"cannot mount {mnt}: libfuse failed with code {exc} (see its message)") from None
+    finally:
+        if pool is not None:
+            pool.close()
     log.info("unmounted %s", mnt)
 
 
@@ -208,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--background", action="store_true", help="stop writing to stderr once mounted")
     parser.add_argument("--specs", default=None, help="spec pack to serve")
     parser.add_argument("--fallback", default=None, choices=["procedural"], help="for seeds outside the pack")
+    parser.add_argument("--cache-dir", default=None, help="disk cache folder; empty: no disk cache")
+    parser.add_argument("--disk-cache-mb", type=int, default=DEFAULT_DISK_CACHE_MB)
+    parser.add_argument("--workers", type=int, default=None, help="synthesis processes (0: none; default: cores)")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
@@ -215,7 +233,16 @@ def main(argv: list[str] | None = None) -> int:
         factory = mount_repositories(args.specs, args.fallback) if args.specs else None
         if factory is not None and not seeds:
             seeds = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
-        serve(args.mountpoint, seeds, args.cache_mb, detach_stderr=args.background, factory=factory)
+        serve(
+            args.mountpoint,
+            seeds,
+            args.cache_mb,
+            detach_stderr=args.background,
+            factory=factory,
+            cache_dir=args.cache_dir,
+            disk_cache_mb=args.disk_cache_mb,
+            workers=args.workers,
+        )
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return exc.exit_code

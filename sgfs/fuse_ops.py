@@ -59,8 +59,12 @@ def _errors(method: F) -> F:
 class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships no type information
     use_ns = True  # timestamps in integer nanoseconds (and no deprecation warning)
 
-    def __init__(self, source: MountSource, on_init: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, source: MountSource, on_init: Callable[[], None] | None = None, *, cache_listings: bool = True
+    ) -> None:
         self.source = source
+        # Listings answered from the kernel's cache never reach the daemon: off for a mount that must see them.
+        self.cache_listings = cache_listings
         self._on_init = on_init
         self.uid = os.getuid()
         self.gid = os.getgid()
@@ -107,8 +111,10 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
             (name, DIR_MODE if is_dir else FILE_MODE, 0) for name, is_dir in listing
         ]
 
-    # No opendir/access callbacks: the kernel already knows each inode's type and, with
-    # default_permissions and "ro", checks access itself; every callback skipped is a round trip into Python.
+    # No access callback: with default_permissions and "ro" the kernel checks access itself. opendir only
+    # exists so that listing_cache_fuse can mark directory handles cacheable (see there).
+    def opendir(self, path: str) -> int:
+        return 0
 
     @_errors
     def statfs(self, path: str) -> dict[str, int]:
@@ -143,3 +149,24 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
 
     write = create = mknod = mkdir = unlink = rmdir = rename = link = symlink = _erofs
     chmod = chown = truncate = utimens = setxattr = removexattr = _erofs
+
+
+def listing_cache_fuse(base: type[Any]) -> type[Any]:
+    """mfusepy's FUSE class whose opendir marks each directory handle for the kernel's readdir cache.
+
+    mfusepy's own opendir ignores ``raw_fi`` and sets only the handle, so the FOPEN_CACHE_DIR and
+    FOPEN_KEEP_CACHE flags (libfuse >= 3.5: ``cache_readdir``, ``keep_cache``) are set here, after it, on
+    the same ``fuse_file_info``: the kernel then answers repeated listings itself (content never changes).
+    """
+
+    class ListingCacheFUSE(base):  # type: ignore[misc]
+        def opendir(self, path: bytes, fip: Any) -> int:
+            result: int = super().opendir(path, fip)
+            if result == 0 and getattr(self.operations, "cache_listings", False):
+                info = fip.contents
+                if hasattr(info, "cache_readdir"):
+                    info.cache_readdir = 1
+                    info.keep_cache = 1
+            return result
+
+    return ListingCacheFUSE
