@@ -177,7 +177,7 @@ def serve(
 
     # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
     disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
-    pool = SynthesisPool(workers, disk) if workers != 0 else None
+    pool = SynthesisPool(workers) if workers != 0 else None
     if pool is not None:
         pool.warm()
     source = MountSource(

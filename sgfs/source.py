@@ -280,7 +280,6 @@ class MountSource:
         key = (seed, rel)
 
         def store(data: bytes) -> None:
-            self._generated += 1
             self._stats[key] = Stat(False, len(data), 1)
             if len(data) <= self._content.maxsize:  # a file larger than the whole cache is not kept
                 self._content[key] = data
@@ -299,6 +298,8 @@ class MountSource:
                 if stored is not None:
                     return stored
             data = self._guard(seed, rel, lambda: repo.read(rel))
+            with self._lock:
+                self._generated += 1
             if self._disk is not None:
                 self._disk.put(self._repo_key(seed, repo), rel, data)
             return data
@@ -369,7 +370,7 @@ class MountSource:
         for start in range(0, len(claimed), PREFETCH_BATCH):
             batch = claimed[start : start + PREFETCH_BATCH]
             try:
-                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch])
+                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk)
             except Exception as exc:  # a broken or closed pool: the files are synthesised in process
                 self._settle(seed, batch, None, exc)
                 continue

@@ -27,19 +27,24 @@ class Synthesised:
     error: str = ""
 
 
-_disk: DiskCache | None = None
+_disks: dict[tuple[str, int], DiskCache] = {}
 _repositories: dict[str, Repository] = {}
 
 
-def _start_worker(cache_root: str | None, cache_bytes: int) -> None:
-    global _disk
-    _disk = DiskCache(Path(cache_root), cache_bytes) if cache_root is not None else None
+def _start_worker() -> None:
     import generators
 
     generators.repository(0)  # load the data files once, before the first real request
 
 
-def _synthesise(repo_key: str, spec: Spec, paths: Sequence[str]) -> list[Synthesised]:
+def _synthesise(
+    repo_key: str, spec: Spec, paths: Sequence[str], disk_place: tuple[str, int] | None
+) -> list[Synthesised]:
+    _disk = None
+    if disk_place is not None:
+        _disk = _disks.get(disk_place)
+        if _disk is None:
+            _disk = _disks[disk_place] = DiskCache(Path(disk_place[0]), disk_place[1])
     repo = _repositories.get(repo_key)
     if repo is None:
         if len(_repositories) >= 8:
@@ -64,16 +69,13 @@ def _nothing() -> None:
 class SynthesisPool:
     """A process pool for batches of one repository's files."""
 
-    def __init__(self, workers: int | None = None, disk: DiskCache | None = None) -> None:
+    def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
-        root = str(disk.root.parent) if disk is not None else None
-        budget = disk.max_bytes if disk is not None else 0
         # spawn: the daemon is multithreaded when the pool starts, and fork would copy held locks.
         self._executor = ProcessPoolExecutor(
             self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
-            initargs=(root, budget),
         )
 
     def warm(self) -> None:
@@ -81,8 +83,12 @@ class SynthesisPool:
         for _ in range(self.workers):
             self._executor.submit(_nothing)
 
-    def submit(self, repo_key: str, spec: Spec, paths: Sequence[str]) -> Future[list[Synthesised]]:
-        return self._executor.submit(_synthesise, repo_key, spec, list(paths))
+    def submit(
+        self, repo_key: str, spec: Spec, paths: Sequence[str], disk: DiskCache | None = None
+    ) -> Future[list[Synthesised]]:
+        """Synthesise ``paths``; with ``disk``, the worker stores each file there and returns its size only."""
+        place = (str(disk.root.parent), disk.max_bytes) if disk is not None else None
+        return self._executor.submit(_synthesise, repo_key, spec, list(paths), place)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
