@@ -67,10 +67,10 @@ def synthesis_alone(seed: int) -> float:
 
 
 @contextlib.contextmanager
-def mounted(mnt: Path, seeds: list[int], cache_mb: int) -> Iterator[Path]:
+def mounted(mnt: Path, seeds: list[int], cache_mb: int, *options: object) -> Iterator[Path]:
     mnt.mkdir(parents=True, exist_ok=True)
     try:
-        sgfs("mount", mnt, "--seeds", ",".join(map(str, seeds)), "--cache-mb", cache_mb)
+        sgfs("mount", mnt, "--seeds", ",".join(map(str, seeds)), "--cache-mb", cache_mb, *options)
         yield mnt
     finally:
         if mount_type(str(mnt)) is not None:
