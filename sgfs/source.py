@@ -367,10 +367,12 @@ class MountSource:
             if future is not None:
                 claimed.append((child, future))
         repo_key = self._repo_key(seed, repo)
+        # With nowhere to keep bytes, workers compute sizes from the cell texts and never assemble the file.
+        sizes_only = self._disk is None and self._content.maxsize == 0
         for start in range(0, len(claimed), PREFETCH_BATCH):
             batch = claimed[start : start + PREFETCH_BATCH]
             try:
-                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk)
+                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk, sizes_only)
             except Exception as exc:  # a broken or closed pool: the files are synthesised in process
                 self._settle(seed, batch, None, exc)
                 continue

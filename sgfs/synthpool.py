@@ -38,7 +38,7 @@ def _start_worker() -> None:
 
 
 def _synthesise(
-    repo_key: str, spec: Spec, paths: Sequence[str], disk_place: tuple[str, int] | None
+    repo_key: str, spec: Spec, paths: Sequence[str], disk_place: tuple[str, int] | None, sizes_only: bool = False
 ) -> list[Synthesised]:
     _disk = None
     if disk_place is not None:
@@ -53,6 +53,9 @@ def _synthesise(
     results: list[Synthesised] = []
     for path in paths:
         try:
+            if sizes_only:  # exact sizes from the cell texts; the file itself is never assembled
+                results.append(Synthesised(path, repo.size(path), None))
+                continue
             content = repo.read(path)
         except Exception as exc:  # reported to the caller, who synthesises in process and maps the error
             results.append(Synthesised(path, -1, None, f"{type(exc).__name__}: {exc}"))
@@ -84,11 +87,16 @@ class SynthesisPool:
             self._executor.submit(_nothing)
 
     def submit(
-        self, repo_key: str, spec: Spec, paths: Sequence[str], disk: DiskCache | None = None
+        self,
+        repo_key: str,
+        spec: Spec,
+        paths: Sequence[str],
+        disk: DiskCache | None = None,
+        sizes_only: bool = False,
     ) -> Future[list[Synthesised]]:
         """Synthesise ``paths``; with ``disk``, the worker stores each file there and returns its size only."""
         place = (str(disk.root.parent), disk.max_bytes) if disk is not None else None
-        return self._executor.submit(_synthesise, repo_key, spec, list(paths), place)
+        return self._executor.submit(_synthesise, repo_key, spec, list(paths), place, sizes_only)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

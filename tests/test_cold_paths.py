@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_mount import FailingRepository, small_seeds
+from test_mount import FailingRepository, files_under, mounted, small_seeds
 
 from generators import Repository
 from sgfs.diskcache import DiskCache, default_cache_dir, repository_key
@@ -195,3 +195,81 @@ def test_a_broken_pool_falls_back_to_the_process() -> None:
     with pytest.raises(GenerationError, match="injected failure"):
         source.read(f"/{seed}/{bad}", 1 << 30, 0)
     assert source.read(f"/{seed}/{good}", 1 << 30, 0) == repo(seed).read(good)
+
+
+# -- exact sizes without the file ------------------------------------------------------------------------------
+@pytest.mark.parametrize("extension", ["csv", "txt", "json", "jsonl", "xlsx", "log"])
+def test_sizes_from_cell_texts_equal_the_encoded_length(extension: str) -> None:
+    checked = 0
+    for seed in small_seeds()[extension]:
+        r = repo(seed)
+        for path in r.file_paths():
+            assert r.size(path) == len(r.read(path)), (seed, path)
+            checked += 1
+    assert checked > 0
+
+
+def test_sizes_only_prefetch_without_anywhere_to_keep_bytes(pool: SynthesisPool) -> None:
+    seed = small_seeds()["log"][0]
+    r = repo(seed)
+    source = MountSource([seed], pool=pool, cache_bytes=0)
+    source.listdir(f"/{seed}")
+    assert {p: source.stat(f"/{seed}/{p}").size for p in r.file_paths()} == {p: len(r.read(p)) for p in r.file_paths()}
+    assert source.cache_info().content_bytes == 0
+
+
+# -- through FUSE ----------------------------------------------------------------------------------------------
+@pytest.mark.fuse
+def test_a_second_mount_starts_warm_and_damage_is_regenerated(tmp_path: Path) -> None:
+    seed = small_seeds()["jsonl"][0]
+    r = repo(seed)
+    cache = tmp_path / "cache"
+    with mounted(tmp_path / "first", "--seeds", str(seed), "--cache-dir", cache) as mnt:
+        first = {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()}
+    entries = sorted(p for p in cache.rglob("*") if p.is_file())
+    assert len(entries) == len(r.file_paths()), "every file read is kept"
+    for entry in entries[::2]:  # damage every other entry: truncated or flipped
+        raw = entry.read_bytes()
+        entry.write_bytes(raw[:-3] if len(raw) % 2 else raw[:-1] + bytes([raw[-1] ^ 1]))
+    with mounted(tmp_path / "second", "--seeds", str(seed), "--cache-dir", cache) as mnt:
+        assert {p: (mnt / str(seed) / p).stat().st_size for p in r.file_paths()} == {
+            p: len(r.read(p)) for p in r.file_paths()
+        }
+        assert {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()} == first
+    assert first == {p: r.read(p) for p in r.file_paths()}
+
+
+@pytest.mark.fuse
+def test_no_disk_cache_writes_nothing(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    home = tmp_path / "home"
+    os.environ["XDG_CACHE_HOME"], previous = str(home), os.environ["XDG_CACHE_HOME"]
+    try:
+        with mounted(tmp_path / "mnt", "--seeds", str(seed), "--no-disk-cache") as mnt:
+            assert len(files_under(mnt / str(seed))) == len(repo(seed).file_paths())
+            for p in repo(seed).file_paths():
+                (mnt / str(seed) / p).read_bytes()
+    finally:
+        os.environ["XDG_CACHE_HOME"] = previous
+    assert not home.exists()
+
+
+def test_listing_cache_can_be_turned_off() -> None:
+    """A mount that must see every listing (an audit) sets cache_listings=False: opendir marks nothing."""
+    import ctypes
+
+    import mfusepy
+
+    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse
+
+    class Info(ctypes.Structure):
+        _fields_ = [("fh", ctypes.c_uint64), ("cache_readdir", ctypes.c_uint, 1), ("keep_cache", ctypes.c_uint, 1)]
+
+    fuse_class = listing_cache_fuse(mfusepy.FUSE)
+    for wanted in (True, False):
+        fuse = fuse_class.__new__(fuse_class)
+        fuse.operations = SgfsOperations(MountSource([1]), cache_listings=wanted)
+        fuse.encoding, fuse.errors = "utf-8", "surrogateescape"
+        info = Info()
+        assert fuse.opendir(b"/1", ctypes.pointer(info)) == 0
+        assert (info.cache_readdir, info.keep_cache) == ((1, 1) if wanted else (0, 0))
