@@ -167,6 +167,7 @@ def serve(
     cache_dir: str | None = None,
     disk_cache_mb: int = DEFAULT_DISK_CACHE_MB,
     workers: int | None = None,
+    cache_listings: bool = True,
 ) -> None:
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP)."""
     fuse = check_fuse()
@@ -183,7 +184,7 @@ def serve(
     source = MountSource(
         seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository, disk=disk, pool=pool
     )
-    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None)
+    ops = SgfsOperations(source, on_init=_detach_stderr if detach_stderr else None, cache_listings=cache_listings)
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
         "nothreads": False,  # one thread per concurrent request
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="disk cache folder; empty: no disk cache")
     parser.add_argument("--disk-cache-mb", type=int, default=DEFAULT_DISK_CACHE_MB)
     parser.add_argument("--workers", type=int, default=None, help="synthesis processes (0: none; default: cores)")
+    parser.add_argument("--no-listing-cache", action="store_true", help="every listing reaches the daemon")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
@@ -242,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             cache_dir=args.cache_dir,
             disk_cache_mb=args.disk_cache_mb,
             workers=args.workers,
+            cache_listings=not args.no_listing_cache,
         )
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)

@@ -152,6 +152,7 @@ class MountSource:
         self._disk = disk  # sizes and contents that outlive the mount (sgfs.diskcache)
         self._pool = pool  # cold batches in other processes (sgfs.synthpool)
         self._repo_keys: dict[int, str] = {}
+        self._prefetched: LRUCache[tuple[int, str], bool] = LRUCache(maxsize=65_536)  # directories done
         # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice.
         self._prefetch_flight: _InFlight[tuple[int, str], int] = _InFlight()
 
@@ -332,20 +333,22 @@ class MountSource:
     def _prefetch(self, seed: int, repo: Repository, rel: str, entries: list[tuple[str, bool]]) -> None:
         """Start computing, in the pool, the sizes of the files under a listed directory not known yet."""
         assert self._pool is not None
-        wanted: list[str] = []
-        queue = [(rel, entries)]
-        while queue and len(wanted) < PREFETCH_FILES:
-            folder, listing = queue.pop(0)
-            for name, is_dir in listing:
-                child = f"{folder}/{name}" if folder else name
-                if is_dir:
-                    if len(queue) < PREFETCH_FILES:
-                        try:
-                            queue.append((child, [(e.name, e.is_dir) for e in repo.list(child)]))
-                        except Exception:
-                            continue
-                elif len(wanted) < PREFETCH_FILES:
-                    wanted.append(child)
+        with self._lock:
+            if (seed, rel) in self._prefetched:
+                return
+            self._prefetched[(seed, rel)] = True
+        # The directory's own files, then those of its subdirectories (one level: listing those continues).
+        wanted = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
+        for name, is_dir in entries:
+            if len(wanted) >= PREFETCH_FILES:
+                break
+            if is_dir:
+                child = f"{rel}/{name}" if rel else name
+                try:
+                    wanted += [f"{child}/{e.name}" for e in repo.list(child) if not e.is_dir]
+                except Exception:
+                    continue
+        wanted = wanted[:PREFETCH_FILES]
         with self._lock:
             wanted = [p for p in wanted if (seed, p) not in self._stats]
         if self._disk is not None:
