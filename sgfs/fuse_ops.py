@@ -29,6 +29,8 @@ FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 BLOCK = 4096
 NAME_MAX = 255
+READDIR_PLUS = 1  # libfuse 3: FUSE_READDIR_PLUS in readdir's flags
+FILL_DIR_PLUS = 2  # libfuse 3: FUSE_FILL_DIR_PLUS, the filler's entry carries full attributes
 
 
 def _errors(method: F) -> F:
@@ -111,6 +113,22 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
             (name, DIR_MODE if is_dir else FILE_MODE, 0) for name, is_dir in listing
         ]
 
+    def readdir_plus(self, path: str) -> list[tuple[str, dict[str, int]]]:
+        """Every entry with its full attributes, for READDIRPLUS: ``ls -l`` then needs no lookup per entry."""
+        try:
+            base = path.rstrip("/")
+            return [
+                (name, self._attrs(st.is_dir, st.size, st.nlink))
+                for name, st in ((name, self.source.stat(f"{base}/{name}")) for name, _ in self.source.listdir(path))
+            ]
+        except Exception:
+            return self.readdir_plus_fallback(path)
+
+    @_errors
+    def readdir_plus_fallback(self, path: str) -> list[tuple[str, dict[str, int]]]:
+        # Let _errors map the failure, then answer without attributes (the kernel looks entries up itself).
+        return [(name, {"st_mode": DIR_MODE if is_dir else FILE_MODE}) for name, is_dir in self.source.listdir(path)]
+
     # No access callback: with default_permissions and "ro" the kernel checks access itself. opendir only
     # exists so that listing_cache_fuse can mark directory handles cacheable (see there).
     def opendir(self, path: str) -> int:
@@ -160,6 +178,26 @@ def listing_cache_fuse(base: type[Any]) -> type[Any]:
     """
 
     class ListingCacheFUSE(base):  # type: ignore[misc]
+        def readdir_fuse_3(self, path: bytes | None, buf: Any, filler: Any, offset: int, fip: Any, flags: int) -> int:
+            # mfusepy never answers READDIRPLUS with attributes (its filler flags are always 0): do it here, so
+            # the kernel learns every entry's attributes with the listing instead of one lookup per entry.
+            if not (flags & READDIR_PLUS) or path is None or not getattr(self.operations, "cache_listings", False):
+                return int(super().readdir_fuse_3(path, buf, filler, offset, fip, flags))
+            decoded = path.decode(self.encoding, self.errors)
+            entries = self.operations.readdir_plus(decoded)
+            for name in (".", ".."):
+                dot = mfusepy.c_stat()
+                dot.st_mode = DIR_MODE
+                if filler(buf, name.encode(), dot, 0, 0) != 0:
+                    return 0
+            for name, attrs in entries:
+                st = mfusepy.c_stat()
+                mfusepy.set_st_attrs(st, attrs, use_ns=True)
+                plus = FILL_DIR_PLUS if len(attrs) > 1 else 0
+                if filler(buf, name.encode(self.encoding, self.errors), st, 0, plus) != 0:
+                    break
+            return 0
+
         def opendir(self, path: bytes, fip: Any) -> int:
             result: int = super().opendir(path, fip)
             if result == 0 and getattr(self.operations, "cache_listings", False):

@@ -273,3 +273,21 @@ def test_listing_cache_can_be_turned_off() -> None:
         info = Info()
         assert fuse.opendir(b"/1", ctypes.pointer(info)) == 0
         assert (info.cache_readdir, info.keep_cache) == ((1, 1) if wanted else (0, 0))
+
+
+@pytest.mark.fuse
+def test_long_listings_show_exact_sizes(tmp_path: Path) -> None:
+    """`ls -l`/`find -printf` take sizes from READDIRPLUS answers: they must be the exact byte counts."""
+    import subprocess
+
+    seeds = [small_seeds()[ext][0] for ext in ("csv", "xlsx", "log")]
+    with mounted(tmp_path / "mnt", "--seeds", ",".join(map(str, seeds)), "--no-disk-cache") as mnt:
+        for seed in seeds:
+            found = subprocess.run(
+                ["find", str(mnt / str(seed)), "-type", "f", "-printf", "%s %P\\n"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            listed = dict(line.split(" ", 1)[::-1] for line in found.splitlines())
+            assert listed == {p: str(len(repo(seed).read(p))) for p in repo(seed).file_paths()}
