@@ -2,9 +2,10 @@
 """Benchmark the FUSE mount against the same bytes exported to a local directory.
 
 For each seed: `find DIR -type f -exec cat {} +` cold (first touch, synthesis included, no disk cache) and
-warm, `ls -lR DIR` cold and warm, both again on a fresh mount over a disk cache a previous mount filled, each on the mount and on an `sgfs export` copy of the repository on local
-disk (page cache warm), as a ratio; plus synthesis alone (build the repository, read every file in
-process, no cache), the floor for a cold read. Mounts with `sgfs mount` and always unmounts.
+warm, `ls -lR DIR` cold and warm, both again on a fresh mount over a disk cache a previous mount filled;
+each on the mount and on an `sgfs export` copy of the repository on local disk (page cache warm), as a ratio;
+plus synthesis alone (build the repository, read every file in process, no cache), the floor for a cold read.
+Mounts with `sgfs mount` and always unmounts.
 
 Usage: python3 scripts/bench_mount.py [--seeds auto | 285,118,279] [--cache-mb 256]
 """
