@@ -169,6 +169,11 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
     chmod = chown = truncate = utimens = setxattr = removexattr = _erofs
 
 
+def _caches_listings(operations: Any) -> bool:
+    """Listings may be answered by the kernel: asked for, and no audit that must see every listing."""
+    return bool(getattr(operations, "cache_listings", False)) and getattr(operations, "audit", None) is None
+
+
 def listing_cache_fuse(base: type[Any]) -> type[Any]:
     """mfusepy's FUSE class whose opendir marks each directory handle for the kernel's readdir cache.
 
@@ -181,7 +186,7 @@ def listing_cache_fuse(base: type[Any]) -> type[Any]:
         def readdir_fuse_3(self, path: bytes | None, buf: Any, filler: Any, offset: int, fip: Any, flags: int) -> int:
             # mfusepy never answers READDIRPLUS with attributes (its filler flags are always 0): do it here, so
             # the kernel learns every entry's attributes with the listing instead of one lookup per entry.
-            if not (flags & READDIR_PLUS) or path is None or not getattr(self.operations, "cache_listings", False):
+            if not (flags & READDIR_PLUS) or path is None or not _caches_listings(self.operations):
                 return int(super().readdir_fuse_3(path, buf, filler, offset, fip, flags))
             decoded = path.decode(self.encoding, self.errors)
             entries = self.operations.readdir_plus(decoded)
@@ -200,7 +205,7 @@ def listing_cache_fuse(base: type[Any]) -> type[Any]:
 
         def opendir(self, path: bytes, fip: Any) -> int:
             result: int = super().opendir(path, fip)
-            if result == 0 and getattr(self.operations, "cache_listings", False):
+            if result == 0 and _caches_listings(self.operations):
                 info = fip.contents
                 if hasattr(info, "cache_readdir"):
                     info.cache_readdir = 1

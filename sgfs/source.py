@@ -364,11 +364,15 @@ class MountSource:
             wanted = unknown
         claimed: list[tuple[str, Future[int]]] = []
         for child in wanted:
-            if self._file_flight.pending((seed, child)) is not None:
-                continue
             future = self._prefetch_flight.claim((seed, child))
-            if future is not None:
-                claimed.append((child, future))
+            if future is None:
+                continue
+            # Claimed first, then checked: a read that registered meanwhile is seen here, or it sees this claim.
+            if self._file_flight.pending((seed, child)) is not None:
+                future.set_result(-1)
+                self._prefetch_flight.release((seed, child))
+                continue
+            claimed.append((child, future))
         repo_key = self._repo_key(seed, repo)
         # With nowhere to keep bytes, workers compute sizes from the cell texts and never assemble the file.
         sizes_only = self._disk is None and self._content.maxsize == 0

@@ -266,9 +266,12 @@ def test_listing_cache_can_be_turned_off() -> None:
         _fields_ = [("fh", ctypes.c_uint64), ("cache_readdir", ctypes.c_uint, 1), ("keep_cache", ctypes.c_uint, 1)]
 
     fuse_class = listing_cache_fuse(mfusepy.FUSE)
-    for wanted in (True, False):
+    for wanted, audited in ((True, False), (False, False), (False, True)):
         fuse = fuse_class.__new__(fuse_class)
-        fuse.operations = SgfsOperations(MountSource([1]), cache_listings=wanted)
+        fuse.operations = SgfsOperations(MountSource([1]), cache_listings=not audited and wanted)
+        if audited:  # an audited mount (its operations carry an audit sink) never gets cached listings
+            fuse.operations.cache_listings = True
+            fuse.operations.audit = object()
         fuse.encoding, fuse.errors = "utf-8", "surrogateescape"
         info = Info()
         assert fuse.opendir(b"/1", ctypes.pointer(info)) == 0
