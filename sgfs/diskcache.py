@@ -22,7 +22,7 @@ from pathlib import Path
 
 import xxhash
 
-from generators import GENERATOR_VERSION, Spec
+from generators import GENERATOR_VERSION, Repository, Spec
 from generators.packs import canonical_json, spec_digest
 
 MAGIC = b"SGFSC\x00\x01\x00"
@@ -174,3 +174,15 @@ def _decode(raw: bytes, header_only: bool) -> Entry | None:
     if len(content) != size or xxhash.xxh3_64_intdigest(content) != digest:
         return None
     return Entry(size, content)
+
+
+def read_through(cache: DiskCache | None, repo: Repository, path: str) -> bytes:
+    """``repo.read(path)``, from the cache when it holds the file intact, stored there otherwise."""
+    if cache is None:
+        return repo.read(path)
+    key = repository_key(repo.spec.seed, repo.spec)
+    content = cache.content(key, path)
+    if content is None:
+        content = repo.read(path)
+        cache.put(key, path, content)
+    return content

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_mount import FailingRepository, files_under, mounted, small_seeds
+from test_mount import FailingRepository, cli, files_under, mounted, small_seeds
 
 from generators import Repository
 from sgfs.diskcache import DiskCache, default_cache_dir, repository_key
@@ -294,3 +294,19 @@ def test_long_listings_show_exact_sizes(tmp_path: Path) -> None:
             ).stdout
             listed = dict(line.split(" ", 1)[::-1] for line in found.splitlines())
             assert listed == {p: str(len(repo(seed).read(p))) for p in repo(seed).file_paths()}
+
+
+def test_export_and_mounts_share_the_disk_cache(tmp_path: Path) -> None:
+    seed = small_seeds()["json"][0]
+    r = repo(seed)
+    cache = tmp_path / "cache"
+    first = cli("export", seed, tmp_path / "a", "--quiet", "--cache-dir", cache)
+    assert first.returncode == 0, first.stderr
+    assert len(entry_files(DiskCache(cache, 64 * MIB))) == len(r.file_paths())
+    source = MountSource([seed], disk=DiskCache(cache, 64 * MIB))
+    assert all(source.read(f"/{seed}/{p}", 1 << 30, 0) == r.read(p) for p in r.file_paths())
+    assert source.cache_info().generated == 0, "the mount found every file the export kept"
+    second = cli("export", seed, tmp_path / "b", "--quiet", "--cache-dir", cache)
+    assert second.returncode == 0, second.stderr
+    assert files_under(tmp_path / "a") == files_under(tmp_path / "b")
+    assert all((tmp_path / "b" / p).read_bytes() == r.read(p) for p in r.file_paths())
