@@ -114,13 +114,16 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
         ]
 
     def readdir_plus(self, path: str) -> list[tuple[str, dict[str, int]]]:
-        """Every entry with its full attributes, for READDIRPLUS: ``ls -l`` then needs no lookup per entry."""
+        """Entries for READDIRPLUS: full attributes where they cost nothing (directories, files whose size is
+        known), the mode alone otherwise, so that a listing never waits for synthesis (`find`, plain `ls`)."""
         try:
             base = path.rstrip("/")
-            return [
-                (name, self._attrs(st.is_dir, st.size, st.nlink))
-                for name, st in ((name, self.source.stat(f"{base}/{name}")) for name, _ in self.source.listdir(path))
-            ]
+            entries: list[tuple[str, dict[str, int]]] = []
+            for name, is_dir in self.source.listdir(path):
+                st = self.source.peek_stat(f"{base}/{name}")
+                mode_only = {"st_mode": DIR_MODE if is_dir else FILE_MODE}
+                entries.append((name, mode_only if st is None else self._attrs(st.is_dir, st.size, st.nlink)))
+            return entries
         except Exception:
             return self.readdir_plus_fallback(path)
 

@@ -195,6 +195,29 @@ class MountSource:
             self._prefetch(seed, repo, rel, entries)
         return entries
 
+    def peek_stat(self, path: str) -> Stat | None:
+        """The ``stat`` of a directory, or of a file whose size is already known (memo or disk cache); None for
+        a file that would need synthesis. Never synthesises and never waits for a prefetch."""
+        parts = self._split(path)
+        if len(parts) < 2:
+            return self.stat(path)
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        with self._lock:
+            known = self._stats.get((seed, rel))
+        if known is not None:
+            return known
+        repo = self._repository(seed)
+        node = self._guard(seed, rel, lambda: repo.lookup(rel))
+        if node.is_dir:
+            return self.stat(path)
+        size = self._disk.size(self._repo_key(seed, repo), rel) if self._disk is not None else None
+        if size is None:
+            return None
+        stat = Stat(False, size, 1)
+        with self._lock:
+            self._stats[(seed, rel)] = stat
+        return stat
+
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
         if size < 0 or offset < 0:

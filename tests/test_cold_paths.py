@@ -310,3 +310,23 @@ def test_export_and_mounts_share_the_disk_cache(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert files_under(tmp_path / "a") == files_under(tmp_path / "b")
     assert all((tmp_path / "b" / p).read_bytes() == r.read(p) for p in r.file_paths())
+
+
+def test_peek_stat_never_synthesises(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    r = repo(seed)
+    folder = next(e.name for e in r.list("") if e.is_dir)
+    path = r.file_paths()[-1]
+    source = MountSource([seed])
+    assert source.peek_stat(f"/{seed}/{folder}") == source.stat(f"/{seed}/{folder}")
+    assert source.peek_stat(f"/{seed}/{path}") is None
+    assert source.cache_info().generated == 0
+    size = source.stat(f"/{seed}/{path}").size
+    assert source.peek_stat(f"/{seed}/{path}") == source.stat(f"/{seed}/{path}")
+    # A size the disk cache holds counts as known, without synthesis.
+    DiskCache(tmp_path, 64 * MIB).put(repository_key(seed, r.spec), path, r.read(path))
+    fresh = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
+    peeked = fresh.peek_stat(f"/{seed}/{path}")
+    assert peeked is not None and peeked.size == size and fresh.cache_info().generated == 0
+    with pytest.raises(FileNotFoundError):
+        fresh.peek_stat(f"/{seed}/nope.csv")
