@@ -37,8 +37,8 @@ DEFAULT_REPOSITORIES = 64
 # One entry is a (seed, path) key and a Stat: a few hundred bytes. A million entries bound the memo near
 # 200-300 MB in the worst case while covering hundreds of typical repositories.
 DEFAULT_MEMO_ENTRIES = 1_000_000
-# Listing a directory prefetches the sizes of up to this many files below it (its own first, then its
-# subdirectories', breadth first), in batches of PREFETCH_BATCH files per pool task.
+# Listing a directory prefetches up to this many files below it (its own, then those of its subdirectories,
+# one level down: listing those continues), in batches of PREFETCH_BATCH files per pool task.
 PREFETCH_FILES = 64
 PREFETCH_BATCH = 4
 
@@ -403,21 +403,13 @@ class MountSource:
             batch = claimed[start : start + PREFETCH_BATCH]
             try:
                 task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk, sizes_only)
-            except Exception as exc:  # a broken or closed pool: the files are synthesised in process
-                self._settle(seed, batch, None, exc)
+            except Exception:  # a broken or closed pool: the files are synthesised in process
+                self._settle(seed, batch, None)
                 continue
-            task.add_done_callback(functools.partial(self._settle_task, seed, batch))
+            task.add_done_callback(functools.partial(self._settle, seed, batch))
 
-    def _settle_task(self, seed: int, batch: list[tuple[str, Future[int]]], done: Future[list[Synthesised]]) -> None:
-        self._settle(seed, batch, done, None)
-
-    def _settle(
-        self,
-        seed: int,
-        batch: list[tuple[str, Future[int]]],
-        done: Future[list[Synthesised]] | None,
-        failure: BaseException | None,
-    ) -> None:
+    def _settle(self, seed: int, batch: list[tuple[str, Future[int]]], done: Future[list[Synthesised]] | None) -> None:
+        """Memo the sizes (and keep the bytes) a pool task computed; -1 for files the task did not do."""
         results: dict[str, Synthesised] = {}
         if done is not None and not done.cancelled() and done.exception() is None:
             results = {r.path: r for r in done.result()}
@@ -434,4 +426,3 @@ class MountSource:
             else:  # failed in the worker: stat and read synthesise in process and report the error there
                 future.set_result(-1)
             self._prefetch_flight.release(key)
-        del failure
