@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_mount import FailingRepository, cli, files_under, mounted, small_seeds
+from test_mount import FailingRepository, cli, files_under, mounted, one_line_error, small_seeds
 
 from generators import Repository
 from sgfs.diskcache import DiskCache, default_cache_dir, repository_key
@@ -330,3 +330,8 @@ def test_peek_stat_never_synthesises(tmp_path: Path) -> None:
     assert peeked is not None and peeked.size == size and fresh.cache_info().generated == 0
     with pytest.raises(FileNotFoundError):
         fresh.peek_stat(f"/{seed}/nope.csv")
+
+
+def test_mount_refuses_an_empty_cache_dir(tmp_path: Path) -> None:
+    (tmp_path / "mnt").mkdir()
+    assert "--no-disk-cache" in one_line_error(cli("mount", tmp_path / "mnt", "--cache-dir", ""))
