@@ -152,6 +152,16 @@ _STYLES = (
 )
 
 
+_FIXED_PARTS = (
+    ("[Content_Types].xml", _CONTENT_TYPES),
+    ("_rels/.rels", _ROOT_RELS),
+    ("xl/workbook.xml", _WORKBOOK),
+    ("xl/_rels/workbook.xml.rels", _WORKBOOK_RELS),
+    ("xl/styles.xml", _STYLES),
+)
+_SHEET = "xl/worksheets/sheet1.xml"
+
+
 def _xml_escape(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
@@ -165,7 +175,8 @@ def _column_letter(index: int) -> str:
     return letters
 
 
-def _sheet_xml(table: Table) -> str:
+def _sheet_parts(table: Table) -> tuple[str, str, list[Cells], str]:
+    """The worksheet as prefix + rows (a template filled with cells) + suffix."""
     letters = [_column_letter(i) for i in range(len(table.columns))]
     header = "".join(
         f'<c r="{letter}1" t="inlineStr"><is><t>{_xml_escape(name)}</t></is></c>'
@@ -187,26 +198,23 @@ def _sheet_xml(table: Table) -> str:
     for column in table.columns:
         cells += [numbers, _cells(column, _xml_escape)]
     last = f"{letters[-1]}{table.n_rows + 1}"
-    return (
+    prefix = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
         f'<dimension ref="A1:{last}"/><sheetData><row r="1">{header}</row>'
-        + "".join(_render(row_template, cells))
-        + "</sheetData></worksheet>"
     )
+    return prefix, row_template, cells, "</sheetData></worksheet>"
+
+
+def _sheet_xml(table: Table) -> str:
+    prefix, row_template, cells, suffix = _sheet_parts(table)
+    return prefix + "".join(_render(row_template, cells)) + suffix
 
 
 def encode_xlsx(table: Table) -> bytes:
     """One sheet named ``data`` with a header row; byte-for-byte deterministic."""
     buffer = io.BytesIO()
-    parts = (
-        ("[Content_Types].xml", _CONTENT_TYPES),
-        ("_rels/.rels", _ROOT_RELS),
-        ("xl/workbook.xml", _WORKBOOK),
-        ("xl/_rels/workbook.xml.rels", _WORKBOOK_RELS),
-        ("xl/styles.xml", _STYLES),
-        ("xl/worksheets/sheet1.xml", _sheet_xml(table)),
-    )
+    parts = (*_FIXED_PARTS, (_SHEET, _sheet_xml(table)))
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         for name, text in parts:
             info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
@@ -229,3 +237,60 @@ ENCODERS: dict[str, Callable[[Table], bytes]] = {
 
 def encode(table: Table, extension: str) -> bytes:
     return ENCODERS[extension](table)
+
+
+# -- exact sizes without assembling the file --------------------------------------------------------
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _cells_size(cells: list[Cells]) -> int:
+    return sum(_utf8_size("".join(column)) for column in cells)
+
+
+def _rows_size(template: str, cells: list[Cells]) -> int:
+    """Bytes of every row ``template % row``: the template's own text once per row plus every cell."""
+    n = len(cells[0]) if cells else 0
+    return n * _utf8_size(template % (("",) * len(cells))) + _cells_size(cells)
+
+
+def _lines_size(rows: int, rows_size: int, header: str | None = None) -> int:
+    newlines = max(rows - 1, 0) + 1  # "\n".join(rows) + "\n"
+    return rows_size + newlines + (_utf8_size(header) + 1 if header is not None else 0)
+
+
+def _stored_zip_size(parts: list[tuple[str, int]]) -> int:
+    """A stored zip of small parts: local header (30) and central entry (46) per part, each with the name."""
+    return sum(30 + 46 + 2 * len(name.encode("utf-8")) + size for name, size in parts) + 22
+
+
+def encoded_size(table: Table, extension: str) -> int:
+    """``len(encode(table, extension))``, computed from the cell texts without building the file."""
+    n = table.n_rows
+    if extension in ("csv", "txt"):
+        if extension == "csv":
+            cells = [_cells(c, _csv_quote) for c in table.columns]
+            header = ",".join(_csv_quote(name) for name in table.names)
+        else:
+            cells = [c.text for c in table.columns]
+            header = "\t".join(table.names)
+        rows = n * (len(cells) - 1) + _cells_size(cells)  # one "," or tab between cells
+        return _lines_size(n, rows, header)
+    if extension == "jsonl":
+        fields = ", ".join(f"{_pct(json.dumps(name, ensure_ascii=False))}: %s" for name in table.names)
+        return _lines_size(n, _rows_size("{" + fields + "}", [_json_cells(c) for c in table.columns]))
+    if extension == "json":
+        fields = ",".join(f"\n    {_pct(json.dumps(name, ensure_ascii=False))}: %s" for name in table.names)
+        records = _rows_size("  {" + fields + "\n  }", [_json_cells(c) for c in table.columns])
+        return 2 + records + 2 * max(n - 1, 0) + 3  # "[\n" records joined by ",\n" then "\n]\n"
+    if extension == "log":
+        stamp = next(c for c in table.columns if c.type == "datetime")
+        pairs = " ".join(f"{_pct(name)}=%s" for name in table.names)
+        cells = [stamp.text, *(_cells(c, _log_quote) for c in table.columns)]
+        return _lines_size(n, _rows_size("%s " + pairs, cells))
+    if extension == "xlsx":
+        prefix, row_template, cells, suffix = _sheet_parts(table)
+        sheet = _utf8_size(prefix) + _rows_size(row_template, cells) + _utf8_size(suffix)
+        parts = [(name, _utf8_size(text)) for name, text in _FIXED_PARTS] + [(_SHEET, sheet)]
+        return _stored_zip_size(parts)
+    return len(encode(table, extension))

@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
-from generators.encoders import encode
+from generators.encoders import encode, encoded_size
 from generators.paths import README_NAME, Entry, Tree
 from generators.spec import Spec
 from generators.synth import Table, synthesize
@@ -88,6 +88,13 @@ class Repository:
         if parts == [README_NAME] and self.has_readme:
             return self.readme
         return encode(self.table(path), self.spec.extension)
+
+    def size(self, path: str) -> int:
+        """``len(self.read(path))``, from the cell texts where the format allows, without building the file."""
+        parts = split_path(path)
+        if parts == [README_NAME] and self.has_readme:
+            return len(self.readme)
+        return encoded_size(self.table(path), self.spec.extension)
 
     def file_paths(self) -> builtins.list[str]:
         """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""

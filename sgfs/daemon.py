@@ -27,9 +27,11 @@ from types import ModuleType
 
 import generators
 from generators import Repository
+from sgfs.diskcache import DEFAULT_DISK_CACHE_MB, DiskCache, default_cache_dir
 from sgfs.errors import SgfsError
 from sgfs.seeds import mount_repositories, parse_seed_list
 from sgfs.source import DEFAULT_CACHE_MB, MIB, MountSource
+from sgfs.synthpool import SynthesisPool
 
 log = logging.getLogger("sgfs.mount")
 
@@ -165,6 +167,10 @@ def serve(
     factory: Callable[[int], Repository] | None = None,
     audit: str | None = None,
     exit_with: int | None = None,
+    cache_dir: str | None = None,
+    disk_cache_mb: int = DEFAULT_DISK_CACHE_MB,
+    workers: int | None = None,
+    cache_listings: bool = True,
 ) -> None:
     """Mount and serve until unmounted (``sgfs unmount``, fusermount3 -u, SIGINT/SIGTERM/SIGHUP).
 
@@ -175,9 +181,16 @@ def serve(
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
         raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
-    from sgfs.fuse_ops import SgfsOperations  # imports mfusepy: only once FUSE is known to work
+    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse  # imports mfusepy: only once FUSE works
 
-    source = MountSource(seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository)
+    # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
+    disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
+    pool = SynthesisPool(workers) if workers != 0 else None
+    if pool is not None:
+        pool.warm()
+    source = MountSource(
+        seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository, disk=disk, pool=pool
+    )
     sink = None
     operations = SgfsOperations
     if audit is not None:
@@ -185,7 +198,13 @@ def serve(
         from sgfs.eval.audited_ops import AuditedOperations
 
         sink, operations = AuditSink.open(audit), AuditedOperations
-    ops = operations(source, on_init=_detach_stderr if detach_stderr else None, audit=sink)
+    # An audited mount must see every listing: no kernel listing cache there.
+    ops = operations(
+        source,
+        on_init=_detach_stderr if detach_stderr else None,
+        audit=sink,
+        cache_listings=cache_listings and sink is None,
+    )
     options: dict[str, object] = {
         "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
         "nothreads": False,  # one thread per concurrent request
@@ -210,12 +229,15 @@ def serve(
     if exit_with is not None:
         _watch_owner(exit_with)
     try:
-        fuse.FUSE(ops, mnt, **options)
+        listing_cache_fuse(fuse.FUSE)(ops, mnt, **options)
     except RuntimeError as exc:
         # libfuse >= 3.12 reports the signal that ended the loop as an error (fuse_main_real returns 8):
         # after a successful start that is our normal way out, and libfuse has already unmounted.
         if not ops.initialized:
             raise SgfsError(f"cannot mount {mnt}: libfuse failed with code {exc} (see its message)") from None
+    finally:
+        if pool is not None:
+            pool.close()
     log.info("unmounted %s", mnt)
 
 
@@ -249,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fallback", default=None, choices=["procedural"], help="for seeds outside the pack")
     parser.add_argument("--audit", default=None, help="append an audit event per listing and read to this file")
     parser.add_argument("--exit-with", type=int, default=None, help="unmount when the process with this pid exits")
+    parser.add_argument("--cache-dir", default=None, help="disk cache folder; empty: no disk cache")
+    parser.add_argument("--disk-cache-mb", type=int, default=DEFAULT_DISK_CACHE_MB)
+    parser.add_argument("--workers", type=int, default=None, help="synthesis processes (0: none; default: cores)")
+    parser.add_argument("--no-listing-cache", action="store_true", help="every listing reaches the daemon")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seed_list(args.seeds) if args.seeds.strip() else []
@@ -264,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             factory=factory,
             audit=args.audit,
             exit_with=args.exit_with,
+            cache_dir=args.cache_dir,
+            disk_cache_mb=args.disk_cache_mb,
+            workers=args.workers,
+            cache_listings=not args.no_listing_cache,
         )
     except SgfsError as exc:
         print(f"sgfs: error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)

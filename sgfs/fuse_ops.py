@@ -32,6 +32,8 @@ FILE_MODE = stat.S_IFREG | 0o444
 DIR_MODE = stat.S_IFDIR | 0o555
 BLOCK = 4096
 NAME_MAX = 255
+READDIR_PLUS = 1  # libfuse 3: FUSE_READDIR_PLUS in readdir's flags
+FILL_DIR_PLUS = 2  # libfuse 3: FUSE_FILL_DIR_PLUS, the filler's entry carries full attributes
 
 
 def _errors(method: F) -> F:
@@ -63,10 +65,17 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
     use_ns = True  # timestamps in integer nanoseconds (and no deprecation warning)
 
     def __init__(
-        self, source: MountSource, on_init: Callable[[], None] | None = None, audit: AuditSink | None = None
+        self,
+        source: MountSource,
+        on_init: Callable[[], None] | None = None,
+        audit: AuditSink | None = None,
+        *,
+        cache_listings: bool = True,
     ) -> None:
         self.source = source
         self.audit = audit  # where listings and reads are recorded, with the caller's pid (docs/eval.md)
+        # Listings answered from the kernel's cache never reach the daemon: off for a mount that must see them.
+        self.cache_listings = cache_listings
         self._on_init = on_init
         self.uid = os.getuid()
         self.gid = os.getgid()
@@ -115,8 +124,29 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
             (name, DIR_MODE if is_dir else FILE_MODE, 0) for name, is_dir in listing
         ]
 
-    # No opendir/access callbacks: the kernel already knows each inode's type and, with
-    # default_permissions and "ro", checks access itself; every callback skipped is a round trip into Python.
+    def readdir_plus(self, path: str) -> list[tuple[str, dict[str, int]]]:
+        """Entries for READDIRPLUS: full attributes where they cost nothing (directories, files whose size is
+        known), the mode alone otherwise, so that a listing never waits for synthesis (`find`, plain `ls`)."""
+        try:
+            base = path.rstrip("/")
+            entries: list[tuple[str, dict[str, int]]] = []
+            for name, is_dir in self.source.listdir(path):
+                st = self.source.peek_stat(f"{base}/{name}")
+                mode_only = {"st_mode": DIR_MODE if is_dir else FILE_MODE}
+                entries.append((name, mode_only if st is None else self._attrs(st.is_dir, st.size, st.nlink)))
+            return entries
+        except Exception:
+            return self.readdir_plus_fallback(path)
+
+    @_errors
+    def readdir_plus_fallback(self, path: str) -> list[tuple[str, dict[str, int]]]:
+        # Let _errors map the failure, then answer without attributes (the kernel looks entries up itself).
+        return [(name, {"st_mode": DIR_MODE if is_dir else FILE_MODE}) for name, is_dir in self.source.listdir(path)]
+
+    # No access callback: with default_permissions and "ro" the kernel checks access itself. opendir only
+    # exists so that listing_cache_fuse can mark directory handles cacheable (see there).
+    def opendir(self, path: str) -> int:
+        return 0
 
     @_errors
     def statfs(self, path: str) -> dict[str, int]:
@@ -155,3 +185,49 @@ class SgfsOperations(mfusepy.Operations):  # type: ignore[misc]  # mfusepy ships
 
     write = create = mknod = mkdir = unlink = rmdir = rename = link = symlink = _erofs
     chmod = chown = truncate = utimens = setxattr = removexattr = _erofs
+
+
+def _caches_listings(operations: Any) -> bool:
+    """Listings may be answered by the kernel: asked for, and no audit that must see every listing."""
+    return bool(getattr(operations, "cache_listings", False)) and getattr(operations, "audit", None) is None
+
+
+def listing_cache_fuse(base: type[Any]) -> type[Any]:
+    """mfusepy's FUSE class whose opendir marks each directory handle for the kernel's readdir cache.
+
+    mfusepy's own opendir ignores ``raw_fi`` and sets only the handle, so the FOPEN_CACHE_DIR and
+    FOPEN_KEEP_CACHE flags (libfuse >= 3.5: ``cache_readdir``, ``keep_cache``) are set here, after it, on
+    the same ``fuse_file_info``: the kernel then answers repeated listings itself (content never changes).
+    """
+
+    class ListingCacheFUSE(base):  # type: ignore[misc]
+        def readdir_fuse_3(self, path: bytes | None, buf: Any, filler: Any, offset: int, fip: Any, flags: int) -> int:
+            # mfusepy never answers READDIRPLUS with attributes (its filler flags are always 0): do it here, so
+            # the kernel learns every entry's attributes with the listing instead of one lookup per entry.
+            if not (flags & READDIR_PLUS) or path is None or not _caches_listings(self.operations):
+                return int(super().readdir_fuse_3(path, buf, filler, offset, fip, flags))
+            decoded = path.decode(self.encoding, self.errors)
+            entries = self.operations.readdir_plus(decoded)
+            for name in (".", ".."):
+                dot = mfusepy.c_stat()
+                dot.st_mode = DIR_MODE
+                if filler(buf, name.encode(), dot, 0, 0) != 0:
+                    return 0
+            for name, attrs in entries:
+                st = mfusepy.c_stat()
+                mfusepy.set_st_attrs(st, attrs, use_ns=True)
+                plus = FILL_DIR_PLUS if len(attrs) > 1 else 0
+                if filler(buf, name.encode(self.encoding, self.errors), st, 0, plus) != 0:
+                    break
+            return 0
+
+        def opendir(self, path: bytes, fip: Any) -> int:
+            result: int = super().opendir(path, fip)
+            if result == 0 and _caches_listings(self.operations):
+                info = fip.contents
+                if hasattr(info, "cache_readdir"):
+                    info.cache_readdir = 1
+                    info.keep_cache = 1
+            return result
+
+    return ListingCacheFUSE

@@ -11,16 +11,21 @@ for the same file wait for one synthesis instead of running it twice.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from cachetools import LRUCache
 
 import generators
 from generators import MAX_SEED, PathNotFound, Repository
+
+if TYPE_CHECKING:
+    from sgfs.diskcache import DiskCache
+    from sgfs.synthpool import Synthesised, SynthesisPool
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -32,6 +37,10 @@ DEFAULT_REPOSITORIES = 64
 # One entry is a (seed, path) key and a Stat: a few hundred bytes. A million entries bound the memo near
 # 200-300 MB in the worst case while covering hundreds of typical repositories.
 DEFAULT_MEMO_ENTRIES = 1_000_000
+# Listing a directory prefetches up to this many files below it (its own, then those of its subdirectories,
+# one level down: listing those continues), in batches of PREFETCH_BATCH files per pool task.
+PREFETCH_FILES = 64
+PREFETCH_BATCH = 4
 
 
 class GenerationError(Exception):
@@ -75,6 +84,23 @@ class _InFlight(Generic[K, V]):
         self._lock = threading.Lock()
         self._calls: dict[K, Future[V]] = {}
 
+    def claim(self, key: K) -> Future[V] | None:
+        """A future the caller promises to settle (then ``release``), or None if ``key`` is in flight."""
+        with self._lock:
+            if key in self._calls:
+                return None
+            future: Future[V] = Future()
+            self._calls[key] = future
+            return future
+
+    def release(self, key: K) -> None:
+        with self._lock:
+            self._calls.pop(key, None)
+
+    def pending(self, key: K) -> Future[V] | None:
+        with self._lock:
+            return self._calls.get(key)
+
     def run(self, key: K, compute: Callable[[], V]) -> V:
         with self._lock:
             future = self._calls.get(key)
@@ -107,6 +133,8 @@ class MountSource:
         repositories: int = DEFAULT_REPOSITORIES,
         memo_entries: int = DEFAULT_MEMO_ENTRIES,
         factory: Callable[[int], Repository] = generators.repository,
+        disk: DiskCache | None = None,
+        pool: SynthesisPool | None = None,
     ) -> None:
         for seed in seeds:
             if not 0 <= seed <= MAX_SEED:
@@ -121,6 +149,12 @@ class MountSource:
         self._repo_flight: _InFlight[int, Repository] = _InFlight()
         self._file_flight: _InFlight[tuple[int, str], bytes] = _InFlight()
         self._generated = 0
+        self._disk = disk  # sizes and contents that outlive the mount (sgfs.diskcache)
+        self._pool = pool  # cold batches in other processes (sgfs.synthpool)
+        self._repo_keys: dict[int, str] = {}
+        self._prefetched: LRUCache[tuple[int, str], bool] = LRUCache(maxsize=65_536)  # directories done
+        # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice.
+        self._prefetch_flight: _InFlight[tuple[int, str], int] = _InFlight()
 
     # -- public API (mount paths) ----------------------------------------------------------------------
     def stat(self, path: str) -> Stat:
@@ -139,8 +173,10 @@ class MountSource:
             entries = self._guard(seed, rel, lambda: repo.list(rel))
             stat = Stat(True, 0, 2 + sum(1 for e in entries if e.is_dir))
         else:
-            # An exact st_size means the bytes: synthesise (and cache) them once, memo the size.
-            stat = Stat(False, len(self._file(seed, rel)), 1)
+            # An exact st_size means the bytes: synthesise (and cache) them once, memo the size; unless the
+            # disk cache or a prefetch in the pool knows it.
+            size = self._known_size(seed, rel)
+            stat = Stat(False, len(self._file(seed, rel)) if size is None else size, 1)
         with self._lock:
             self._stats[key] = stat
         return stat
@@ -154,7 +190,33 @@ class MountSource:
         node = self._guard(seed, rel, lambda: repo.lookup(rel))
         if not node.is_dir:
             raise NotADirectoryError(path)
-        return [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
+        entries = [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
+        if self._pool is not None:
+            self._prefetch(seed, repo, rel, entries)
+        return entries
+
+    def peek_stat(self, path: str) -> Stat | None:
+        """The ``stat`` of a directory, or of a file whose size is already known (memo or disk cache); None for
+        a file that would need synthesis. Never synthesises and never waits for a prefetch."""
+        parts = self._split(path)
+        if len(parts) < 2:
+            return self.stat(path)
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        with self._lock:
+            known = self._stats.get((seed, rel))
+        if known is not None:
+            return known
+        repo = self._repository(seed)
+        node = self._guard(seed, rel, lambda: repo.lookup(rel))
+        if node.is_dir:
+            return self.stat(path)
+        size = self._disk.size(self._repo_key(seed, repo), rel) if self._disk is not None else None
+        if size is None:
+            return None
+        stat = Stat(False, size, 1)
+        with self._lock:
+            self._stats[(seed, rel)] = stat
+        return stat
 
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
@@ -242,13 +304,125 @@ class MountSource:
         key = (seed, rel)
 
         def store(data: bytes) -> None:
-            self._generated += 1
             self._stats[key] = Stat(False, len(data), 1)
             if len(data) <= self._content.maxsize:  # a file larger than the whole cache is not kept
                 self._content[key] = data
 
         def synthesise() -> bytes:
             repo = self._repository(seed)
-            return self._guard(seed, rel, lambda: repo.read(rel))
+            waiting = self._prefetch_flight.pending(key)
+            if waiting is not None:  # a pool worker is on it: its bytes land in memory or on disk
+                waiting.exception()
+                with self._lock:
+                    done = self._content.get(key)
+                if done is not None:
+                    return done
+            if self._disk is not None:
+                stored = self._disk.content(self._repo_key(seed, repo), rel)
+                if stored is not None:
+                    return stored
+            data = self._guard(seed, rel, lambda: repo.read(rel))
+            with self._lock:
+                self._generated += 1
+            if self._disk is not None:
+                self._disk.put(self._repo_key(seed, repo), rel, data)
+            return data
 
         return self._through(self._content, self._file_flight, key, synthesise, store)
+
+    # -- disk cache and pool hooks ---------------------------------------------------------------------
+    def _repo_key(self, seed: int, repo: Repository) -> str:
+        key = self._repo_keys.get(seed)
+        if key is None:
+            from sgfs.diskcache import repository_key
+
+            key = self._repo_keys[seed] = repository_key(seed, repo.spec)
+        return key
+
+    def _known_size(self, seed: int, rel: str) -> int | None:
+        """A size the disk cache holds, or the one a prefetch in flight computes; None if neither."""
+        waiting = self._prefetch_flight.pending((seed, rel))
+        if waiting is not None:
+            try:
+                size = waiting.result()
+            except Exception:
+                size = -1
+            if size >= 0:
+                return size
+        if self._disk is not None:
+            return self._disk.size(self._repo_key(seed, self._repository(seed)), rel)
+        return None
+
+    def _prefetch(self, seed: int, repo: Repository, rel: str, entries: list[tuple[str, bool]]) -> None:
+        """Start computing, in the pool, the sizes of the files under a listed directory not known yet."""
+        assert self._pool is not None
+        with self._lock:
+            if (seed, rel) in self._prefetched:
+                return
+            self._prefetched[(seed, rel)] = True
+        # The directory's own files, then those of its subdirectories (one level: listing those continues).
+        wanted = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
+        for name, is_dir in entries:
+            if len(wanted) >= PREFETCH_FILES:
+                break
+            if is_dir:
+                child = f"{rel}/{name}" if rel else name
+                try:
+                    wanted += [f"{child}/{e.name}" for e in repo.list(child) if not e.is_dir]
+                except Exception:
+                    continue
+        wanted = wanted[:PREFETCH_FILES]
+        with self._lock:
+            wanted = [p for p in wanted if (seed, p) not in self._stats]
+        if self._disk is not None:
+            key = self._repo_key(seed, repo)
+            unknown: list[str] = []
+            for child in wanted:
+                size = self._disk.size(key, child)
+                if size is None:
+                    unknown.append(child)
+                else:  # memo it: the next listing below must not read this entry again
+                    with self._lock:
+                        self._stats[(seed, child)] = Stat(False, size, 1)
+            wanted = unknown
+        claimed: list[tuple[str, Future[int]]] = []
+        for child in wanted:
+            future = self._prefetch_flight.claim((seed, child))
+            if future is None:
+                continue
+            # Claimed first, then checked: a read that registered meanwhile is seen here, or it sees this claim.
+            if self._file_flight.pending((seed, child)) is not None:
+                future.set_result(-1)
+                self._prefetch_flight.release((seed, child))
+                continue
+            claimed.append((child, future))
+        repo_key = self._repo_key(seed, repo)
+        # With nowhere to keep bytes, workers compute sizes from the cell texts and never assemble the file.
+        sizes_only = self._disk is None and self._content.maxsize == 0
+        for start in range(0, len(claimed), PREFETCH_BATCH):
+            batch = claimed[start : start + PREFETCH_BATCH]
+            try:
+                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk, sizes_only)
+            except Exception:  # a broken or closed pool: the files are synthesised in process
+                self._settle(seed, batch, None)
+                continue
+            task.add_done_callback(functools.partial(self._settle, seed, batch))
+
+    def _settle(self, seed: int, batch: list[tuple[str, Future[int]]], done: Future[list[Synthesised]] | None) -> None:
+        """Memo the sizes (and keep the bytes) a pool task computed; -1 for files the task did not do."""
+        results: dict[str, Synthesised] = {}
+        if done is not None and not done.cancelled() and done.exception() is None:
+            results = {r.path: r for r in done.result()}
+        for path, future in batch:
+            key = (seed, path)
+            result = results.get(path)
+            if result is not None and result.size >= 0:
+                with self._lock:
+                    self._generated += 1
+                    self._stats[key] = Stat(False, result.size, 1)
+                    if result.content is not None and len(result.content) <= self._content.maxsize:
+                        self._content[key] = result.content
+                future.set_result(result.size)
+            else:  # failed in the worker: stat and read synthesise in process and report the error there
+                future.set_result(-1)
+            self._prefetch_flight.release(key)

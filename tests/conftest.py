@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import replace
 
 import pytest
@@ -10,6 +11,12 @@ import pytest
 import generators
 from generators import Repository
 from generators.spec import EXTENSIONS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Mounts and commands of the tests keep their disk cache in a temporary folder, never the user's."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache-home"))
 
 
 @functools.cache

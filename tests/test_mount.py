@@ -610,6 +610,7 @@ def test_daemon_memory_stays_bounded(tmp_path: Path) -> None:
         assert last - first < 40 * 1024, f"daemon RSS grew from {first} to {last} KiB"
 
 
+NO_EXTRAS = ("--cache-dir", "", "--workers", "0")
 FAULTY_DAEMON = """
 import sys
 from generators import Repository
@@ -633,7 +634,8 @@ def test_generation_failure_answers_eio_and_keeps_serving(tmp_path: Path) -> Non
     mnt, log = tmp_path / "mnt", tmp_path / "daemon.log"
     mnt.mkdir()
     daemon = subprocess.Popen(
-        [sys.executable, "-c", FAULTY_DAEMON, bad, str(mnt), "--seeds", str(seed), "--log", str(log)],
+        # No disk cache or worker processes: the failure is injected into this daemon process only.
+        [sys.executable, "-c", FAULTY_DAEMON, bad, str(mnt), "--seeds", str(seed), "--log", str(log), *NO_EXTRAS],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -10,6 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, source_argument, specs_options
+from sgfs.diskcache import DEFAULT_DISK_CACHE_MB, DiskCache, read_through
 from sgfs.errors import SgfsError
 from sgfs.seeds import open_repository, repository_factory
 
@@ -24,10 +25,23 @@ from sgfs.seeds import open_repository, repository_factory
 @click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @specs_options
+@click.option(
+    "--cache-dir",
+    metavar="DIR",
+    default=None,
+    help="Read files from, and keep them in, this disk cache (the one `sgfs mount --cache-dir` uses).",
+)
 def export_command(
-    source: str, directory: Path, force: bool, quiet: bool, specs: str | None, fallback: str | None
+    source: str,
+    directory: Path,
+    force: bool,
+    quiet: bool,
+    specs: str | None,
+    fallback: str | None,
+    cache_dir: str | None,
 ) -> None:
     repo = open_repository(source, repository_factory(specs, fallback))
+    cache = DiskCache(Path(cache_dir), DEFAULT_DISK_CACHE_MB << 20) if cache_dir else None
     if directory.exists() and any(directory.iterdir()) and not force:
         raise SgfsError(f"{directory} is not empty (use --force to write into it)")
     paths = repo.file_paths()
@@ -39,7 +53,7 @@ def export_command(
             for path in paths:
                 target = directory / path
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(repo.read(path))
+                target.write_bytes(read_through(cache, repo, path))
                 os.chmod(target, 0o644)
                 progress.advance(task)
     except OSError as exc:

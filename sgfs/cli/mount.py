@@ -24,6 +24,7 @@ from sgfs.daemon import (
     serve,
     setup_logging,
 )
+from sgfs.diskcache import DEFAULT_DISK_CACHE_MB
 from sgfs.errors import SgfsError
 from sgfs.seeds import mount_repositories, parse_seed_list
 from sgfs.source import DEFAULT_CACHE_MB
@@ -66,6 +67,26 @@ the mount answers; stop it with `sgfs unmount MNT`.
     "turns off the kernel's page cache.",
 )
 @specs_options
+@click.option(
+    "--cache-dir",
+    metavar="DIR",
+    default=None,
+    help="Persistent cache of sizes and contents, shared by mounts (default: $XDG_CACHE_HOME/sgfs or ~/.cache/sgfs).",
+)
+@click.option("--no-disk-cache", is_flag=True, help="Keep nothing on disk.")
+@click.option(
+    "--disk-cache-mb",
+    type=click.IntRange(min=0),
+    default=DEFAULT_DISK_CACHE_MB,
+    show_default=True,
+    help="Size bound of the disk cache, in MiB.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Processes that synthesise cold files in parallel (default: one per core; 0: none).",
+)
 def mount_command(
     mountpoint: str,
     seeds: str,
@@ -75,6 +96,10 @@ def mount_command(
     audit_file: str | None,
     specs: str | None,
     fallback: str | None,
+    cache_dir: str | None,
+    no_disk_cache: bool,
+    disk_cache_mb: int,
+    workers: int | None,
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
     factory = None
@@ -85,6 +110,12 @@ def mount_command(
             seed_list = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
     elif fallback is not None:
         raise SgfsError("--fallback only applies with --specs PACK")
+    if no_disk_cache:
+        cache_dir = ""
+    elif cache_dir is not None:
+        if cache_dir == "":
+            raise SgfsError("--cache-dir must not be empty (use --no-disk-cache)")
+        cache_dir = os.path.abspath(cache_dir)  # the daemon runs from "/"
     check_fuse()
     mnt = check_mount_point(mountpoint)
     if log_file is not None:
@@ -105,9 +136,20 @@ def mount_command(
             raise SgfsError(f"cannot write audit file {audit_file}: {exc.strerror or exc}") from None
     if foreground:
         setup_logging(log_file)
-        serve(mnt, seed_list, cache_mb, factory=factory, audit=audit_file)
+        serve(
+            mnt,
+            seed_list,
+            cache_mb,
+            factory=factory,
+            audit=audit_file,
+            cache_dir=cache_dir,
+            disk_cache_mb=disk_cache_mb,
+            workers=workers,
+        )
         return
-    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback, audit_file)
+    disk_args = ["--disk-cache-mb", str(disk_cache_mb)] + ([] if cache_dir is None else ["--cache-dir", cache_dir])
+    disk_args += [] if workers is None else ["--workers", str(workers)]
+    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback, audit_file, extra=disk_args)
     listed = f"{len(seed_list)} seed{'s' * (len(seed_list) != 1)} listed" if seed_list else "no seed listed"
     click.echo(f"mounted sgfs at {mnt} ({listed}; daemon pid {pid})", err=True)
 
@@ -136,9 +178,11 @@ def _start_daemon(
     fallback: str | None = None,
     audit_file: str | None = None,
     exit_with: int | None = None,
+    extra: list[str] | None = None,
 ) -> int:
     """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
     args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
+    args += extra or []
     args.append("--background")
     if specs is not None:
         args += ["--specs", specs]

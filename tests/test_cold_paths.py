@@ -1,0 +1,337 @@
+"""Disk cache, synthesis pool and their hooks in MountSource: same bytes, single flight, bounded, never corrupt."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_mount import FailingRepository, cli, files_under, mounted, one_line_error, small_seeds
+
+from generators import Repository
+from sgfs.diskcache import DiskCache, default_cache_dir, repository_key
+from sgfs.source import MountSource
+from sgfs.synthpool import SynthesisPool
+
+from conftest import repo
+
+MIB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[SynthesisPool]:
+    workers = SynthesisPool(2)
+    yield workers
+    workers.close()
+
+
+def entry_files(cache: DiskCache) -> list[Path]:
+    return sorted(p for p in cache.root.rglob("*") if p.is_file())
+
+
+# -- the disk cache -----------------------------------------------------------------------------------------
+def test_default_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_cache_dir() == tmp_path / "sgfs"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_cache_dir() == tmp_path / ".cache" / "sgfs"
+
+
+def test_round_trip_and_keys(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path, 64 * MIB)
+    key = repository_key(3, repo(3).spec)
+    assert cache.size(key, "a.csv") is None and cache.content(key, "a.csv") is None
+    assert cache.put(key, "a.csv", b"x,y\n1,2\n") > 0
+    assert cache.size(key, "a.csv") == 8 and cache.content(key, "a.csv") == b"x,y\n1,2\n"
+    assert cache.content(key, "b.csv") is None
+    # The key changes with the seed and with the spec (a pack's repository of the same seed differs).
+    other = repo(4).spec
+    assert repository_key(4, repo(3).spec) != key != repository_key(3, other)
+    assert cache.content(repository_key(3, other), "a.csv") is None
+
+
+@pytest.mark.parametrize("damage", ["flip_content", "flip_header", "truncate", "truncate_header", "empty"])
+def test_damaged_entries_are_never_served(tmp_path: Path, damage: str) -> None:
+    cache = DiskCache(tmp_path, 64 * MIB)
+    data = bytes(range(256)) * 40
+    cache.put("k", "f", data)
+    (entry,) = entry_files(cache)
+    raw = bytearray(entry.read_bytes())
+    if damage == "flip_content":
+        raw[-100] ^= 1
+    elif damage == "flip_header":
+        raw[10] ^= 1
+    elif damage == "truncate":
+        raw = raw[:-1]
+    elif damage == "truncate_header":
+        raw = raw[:20]
+    else:
+        raw = bytearray()
+    entry.write_bytes(bytes(raw))
+    assert cache.content("k", "f") is None
+    assert not entry.exists(), "a bad entry is removed"
+    cache.put("k", "f", data)  # and regenerated
+    assert cache.content("k", "f") == data
+
+
+def test_damaged_entry_through_the_source_is_regenerated(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    path = repo(seed).file_paths()[0]
+    expected = repo(seed).read(path)
+    MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB)).read(f"/{seed}/{path}", 1 << 30, 0)
+    cache = DiskCache(tmp_path, 64 * MIB)
+    for entry in entry_files(cache):
+        raw = bytearray(entry.read_bytes())
+        raw[-1] ^= 0xFF
+        entry.write_bytes(bytes(raw))
+    fresh = MountSource([seed], disk=cache)
+    assert fresh.read(f"/{seed}/{path}", 1 << 30, 0) == expected
+    assert fresh.cache_info().generated == 1, "regenerated, not served from the damaged entry"
+
+
+def test_bounded_in_bytes(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path, 200_000)
+    for i in range(100):
+        cache.put("k", f"f{i}", os.urandom(20_000))
+    assert cache.usage() <= 200_000
+    assert cache.content("k", "f99") is not None, "the newest entries stay"
+    # A file larger than a quarter of the budget keeps only its size.
+    cache.put("k", "big", b"x" * 60_000)
+    assert cache.size("k", "big") == 60_000 and cache.content("k", "big") is None
+
+
+def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
+    payloads = {f"f{i}": os.urandom(5000 + i) for i in range(20)}
+    errors: list[str] = []
+
+    def work(n: int) -> None:
+        cache = DiskCache(tmp_path, 64 * MIB)  # as separate mounts would
+        for _ in range(5):
+            for name, data in payloads.items():
+                cache.put("k", name, data)
+                got = cache.content("k", name)
+                if got is not None and got != data:
+                    errors.append(name)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert not [p for p in tmp_path.rglob(".tmp-*")], "no temporary file is left behind"
+
+
+# -- the source with a disk cache and a pool -----------------------------------------------------------------
+def test_second_source_starts_warm_from_disk(tmp_path: Path) -> None:
+    seed = small_seeds()["xlsx"][0]
+    paths = repo(seed).file_paths()
+    first = MountSource([seed], disk=DiskCache(tmp_path, 256 * MIB))
+    sizes = {p: first.stat(f"/{seed}/{p}").size for p in paths}
+    second = MountSource([seed], disk=DiskCache(tmp_path, 256 * MIB))
+    assert {p: second.stat(f"/{seed}/{p}").size for p in paths} == sizes
+    assert all(second.read(f"/{seed}/{p}", 1 << 30, 0) == repo(seed).read(p) for p in paths)
+    assert second.cache_info().generated == 0
+
+
+def test_listing_prefetches_sizes_in_the_pool(pool: SynthesisPool, tmp_path: Path) -> None:
+    for ext in ("csv", "xlsx", "json"):
+        seed = small_seeds()[ext][0]
+        r = repo(seed)
+        # Without a disk cache the prefetched bytes are kept in memory (a budget that holds them all);
+        # with one, they go to disk and the memory budget (1 MiB) holds.
+        for disk, budget in ((None, 256 * MIB), (DiskCache(tmp_path / ext, 256 * MIB), 1 * MIB)):
+            source = MountSource([seed], pool=pool, disk=disk, cache_bytes=budget)
+            source.listdir(f"/{seed}")
+            for path in r.file_paths():
+                assert source.stat(f"/{seed}/{path}").size == len(r.read(path))
+                assert source.read(f"/{seed}/{path}", 1 << 30, 0) == r.read(path)
+            info = source.cache_info()
+            assert info.generated == len(r.file_paths()), "every file synthesised exactly once"
+            assert info.content_bytes <= budget, "the memory budget holds with the pool"
+
+
+def test_reads_racing_a_prefetch_synthesise_once(pool: SynthesisPool) -> None:
+    seed = small_seeds()["txt"][0]
+    r = repo(seed)
+    source = MountSource([seed], pool=pool)
+    barrier = threading.Barrier(8)
+    results: dict[str, bytes] = {}
+
+    def reader(k: int) -> None:
+        barrier.wait()
+        if k == 0:
+            source.listdir(f"/{seed}")
+        for path in r.file_paths():
+            results[path] = source.read(f"/{seed}/{path}", 1 << 30, 0)
+
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {p: r.read(p) for p in r.file_paths()}
+    assert source.cache_info().generated == len(r.file_paths())
+
+
+def test_a_broken_pool_falls_back_to_the_process() -> None:
+    from sgfs.source import GenerationError
+
+    seed = small_seeds()["csv"][0]
+    bad, good = repo(seed).file_paths()[:2]
+
+    def factory(s: int) -> Repository:
+        failing = FailingRepository(repo(s).spec)
+        failing.broken = frozenset([bad])
+        return failing
+
+    closed = SynthesisPool(1)
+    closed.close()
+    source = MountSource([seed], pool=closed, factory=factory)
+    source.listdir(f"/{seed}")  # every prefetch submission fails: nothing is left waiting
+    with pytest.raises(GenerationError, match="injected failure"):
+        source.read(f"/{seed}/{bad}", 1 << 30, 0)
+    assert source.read(f"/{seed}/{good}", 1 << 30, 0) == repo(seed).read(good)
+
+
+# -- exact sizes without the file ------------------------------------------------------------------------------
+@pytest.mark.parametrize("extension", ["csv", "txt", "json", "jsonl", "xlsx", "log"])
+def test_sizes_from_cell_texts_equal_the_encoded_length(extension: str) -> None:
+    checked = 0
+    for seed in small_seeds()[extension]:
+        r = repo(seed)
+        for path in r.file_paths():
+            assert r.size(path) == len(r.read(path)), (seed, path)
+            checked += 1
+    assert checked > 0
+
+
+def test_sizes_only_prefetch_without_anywhere_to_keep_bytes(pool: SynthesisPool) -> None:
+    seed = small_seeds()["log"][0]
+    r = repo(seed)
+    source = MountSource([seed], pool=pool, cache_bytes=0)
+    source.listdir(f"/{seed}")
+    assert {p: source.stat(f"/{seed}/{p}").size for p in r.file_paths()} == {p: len(r.read(p)) for p in r.file_paths()}
+    assert source.cache_info().content_bytes == 0
+
+
+# -- through FUSE ----------------------------------------------------------------------------------------------
+@pytest.mark.fuse
+def test_a_second_mount_starts_warm_and_damage_is_regenerated(tmp_path: Path) -> None:
+    seed = small_seeds()["jsonl"][0]
+    r = repo(seed)
+    cache = tmp_path / "cache"
+    with mounted(tmp_path / "first", "--seeds", str(seed), "--cache-dir", cache) as mnt:
+        first = {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()}
+    entries = sorted(p for p in cache.rglob("*") if p.is_file())
+    assert len(entries) == len(r.file_paths()), "every file read is kept"
+    for entry in entries[::2]:  # damage every other entry: truncated or flipped
+        raw = entry.read_bytes()
+        entry.write_bytes(raw[:-3] if len(raw) % 2 else raw[:-1] + bytes([raw[-1] ^ 1]))
+    with mounted(tmp_path / "second", "--seeds", str(seed), "--cache-dir", cache) as mnt:
+        assert {p: (mnt / str(seed) / p).stat().st_size for p in r.file_paths()} == {
+            p: len(r.read(p)) for p in r.file_paths()
+        }
+        assert {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()} == first
+    assert first == {p: r.read(p) for p in r.file_paths()}
+
+
+@pytest.mark.fuse
+def test_no_disk_cache_writes_nothing(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    home = tmp_path / "home"
+    os.environ["XDG_CACHE_HOME"], previous = str(home), os.environ["XDG_CACHE_HOME"]
+    try:
+        with mounted(tmp_path / "mnt", "--seeds", str(seed), "--no-disk-cache") as mnt:
+            assert len(files_under(mnt / str(seed))) == len(repo(seed).file_paths())
+            for p in repo(seed).file_paths():
+                (mnt / str(seed) / p).read_bytes()
+    finally:
+        os.environ["XDG_CACHE_HOME"] = previous
+    assert not home.exists()
+
+
+def test_listing_cache_can_be_turned_off() -> None:
+    """A mount that must see every listing (an audit) sets cache_listings=False: opendir marks nothing."""
+    import ctypes
+
+    import mfusepy
+
+    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse
+
+    class Info(ctypes.Structure):
+        _fields_ = [("fh", ctypes.c_uint64), ("cache_readdir", ctypes.c_uint, 1), ("keep_cache", ctypes.c_uint, 1)]
+
+    fuse_class = listing_cache_fuse(mfusepy.FUSE)
+    for wanted, audited in ((True, False), (False, False), (False, True)):
+        fuse = fuse_class.__new__(fuse_class)
+        fuse.operations = SgfsOperations(MountSource([1]), cache_listings=not audited and wanted)
+        if audited:  # an audited mount (its operations carry an audit sink) never gets cached listings
+            fuse.operations.cache_listings = True
+            fuse.operations.audit = object()
+        fuse.encoding, fuse.errors = "utf-8", "surrogateescape"
+        info = Info()
+        assert fuse.opendir(b"/1", ctypes.pointer(info)) == 0
+        assert (info.cache_readdir, info.keep_cache) == ((1, 1) if wanted else (0, 0))
+
+
+@pytest.mark.fuse
+def test_long_listings_show_exact_sizes(tmp_path: Path) -> None:
+    """`ls -l`/`find -printf` take sizes from READDIRPLUS answers: they must be the exact byte counts."""
+    import subprocess
+
+    seeds = [small_seeds()[ext][0] for ext in ("csv", "xlsx", "log")]
+    with mounted(tmp_path / "mnt", "--seeds", ",".join(map(str, seeds)), "--no-disk-cache") as mnt:
+        for seed in seeds:
+            found = subprocess.run(
+                ["find", str(mnt / str(seed)), "-type", "f", "-printf", "%s %P\\n"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            listed = dict(line.split(" ", 1)[::-1] for line in found.splitlines())
+            assert listed == {p: str(len(repo(seed).read(p))) for p in repo(seed).file_paths()}
+
+
+def test_export_and_mounts_share_the_disk_cache(tmp_path: Path) -> None:
+    seed = small_seeds()["json"][0]
+    r = repo(seed)
+    cache = tmp_path / "cache"
+    first = cli("export", seed, tmp_path / "a", "--quiet", "--cache-dir", cache)
+    assert first.returncode == 0, first.stderr
+    assert len(entry_files(DiskCache(cache, 64 * MIB))) == len(r.file_paths())
+    source = MountSource([seed], disk=DiskCache(cache, 64 * MIB))
+    assert all(source.read(f"/{seed}/{p}", 1 << 30, 0) == r.read(p) for p in r.file_paths())
+    assert source.cache_info().generated == 0, "the mount found every file the export kept"
+    second = cli("export", seed, tmp_path / "b", "--quiet", "--cache-dir", cache)
+    assert second.returncode == 0, second.stderr
+    assert files_under(tmp_path / "a") == files_under(tmp_path / "b")
+    assert all((tmp_path / "b" / p).read_bytes() == r.read(p) for p in r.file_paths())
+
+
+def test_peek_stat_never_synthesises(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    r = repo(seed)
+    folder = next(e.name for e in r.list("") if e.is_dir)
+    path = r.file_paths()[-1]
+    source = MountSource([seed])
+    assert source.peek_stat(f"/{seed}/{folder}") == source.stat(f"/{seed}/{folder}")
+    assert source.peek_stat(f"/{seed}/{path}") is None
+    assert source.cache_info().generated == 0
+    size = source.stat(f"/{seed}/{path}").size
+    assert source.peek_stat(f"/{seed}/{path}") == source.stat(f"/{seed}/{path}")
+    # A size the disk cache holds counts as known, without synthesis.
+    DiskCache(tmp_path, 64 * MIB).put(repository_key(seed, r.spec), path, r.read(path))
+    fresh = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
+    peeked = fresh.peek_stat(f"/{seed}/{path}")
+    assert peeked is not None and peeked.size == size and fresh.cache_info().generated == 0
+    with pytest.raises(FileNotFoundError):
+        fresh.peek_stat(f"/{seed}/nope.csv")
+
+
+def test_mount_refuses_an_empty_cache_dir(tmp_path: Path) -> None:
+    (tmp_path / "mnt").mkdir()
+    assert "--no-disk-cache" in one_line_error(cli("mount", tmp_path / "mnt", "--cache-dir", ""))
