@@ -486,12 +486,9 @@ def continuous_correct(answer: Decimal, truth: Decimal, figures: int) -> bool:
         answer = answer.quantize(cut, rounding=ROUND_DOWN, context=_exact_context(answer, cut))
     context = _exact_context(answer, truth, unit)
     try:
-        references = [
-            truth,
-            *(truth.quantize(unit, rounding=r, context=context) for r in (ROUND_HALF_UP, ROUND_HALF_EVEN)),
-        ]
+        references = [truth, *(round_sig(truth, figures, rounding) for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN))]
         return any(context.subtract(answer, reference).copy_abs() <= unit for reference in references)
-    except InvalidOperation:
+    except (InvalidOperation, ValueError):
         return False
 
 
