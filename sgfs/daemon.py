@@ -2,9 +2,9 @@
 
 ``sgfs mount`` starts this module as a detached process (or calls ``serve`` in-process with
 ``--foreground``). It checks that FUSE is usable and the mount point is fit, sets up logging, and runs the
-multithreaded libfuse loop through mfusepy. libfuse itself installs the SIGINT/SIGTERM/SIGHUP handlers
-(fuse_set_signal_handlers, for signals left at SIG_DFL; mfusepy resets SIGINT for the loop): a signal ends
-the loop and libfuse unmounts before ``FUSE()`` returns, so no Python handler is needed.
+multithreaded loop of libfuse's low-level API (``sgfs.lowlevel``). libfuse itself installs the
+SIGINT/SIGTERM/SIGHUP handlers (fuse_set_signal_handlers, for signals left at SIG_DFL): a signal ends the loop,
+then the mount is undone before ``serve`` returns, so no Python handler is needed.
 
 This module does not import mfusepy at import time: ``sgfs`` commands that do not mount must keep working
 on machines without libfuse.
@@ -177,12 +177,14 @@ def serve(
     With ``audit`` (a file outside the mount), every directory listing and file read is appended there
     with the caller's session (docs/eval.md), and the kernel keeps no page cache across opens, so that every
     open and the reads after it reach the daemon."""
-    fuse = check_fuse()
+    check_fuse()
     mnt = check_mount_point(mountpoint)
     if cache_mb < 0:
         raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
-    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse  # imports mfusepy: only once FUSE works
+    from sgfs.fuse_ops import SgfsFilesystem
+    from sgfs.lowlevel import LowLevelMount, load_libfuse  # ctypes over libfuse: only once FUSE works
 
+    load_libfuse()  # a missing or too old libfuse is a clear error before any work starts
     # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
     disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
     pool = SynthesisPool(workers) if workers != 0 else None
@@ -192,35 +194,20 @@ def serve(
         seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository, disk=disk, pool=pool
     )
     sink = None
-    operations = SgfsOperations
     if audit is not None:
         from sgfs.eval.audit import AuditSink
-        from sgfs.eval.audited_ops import AuditedOperations
 
-        sink, operations = AuditSink.open(audit), AuditedOperations
-    # An audited mount must see every listing: no kernel listing cache there.
-    ops = operations(
+        sink = AuditSink.open(audit)
+    # An audited mount must see every listing, open and read: the kernel caches none of them there.
+    fs = SgfsFilesystem(
         source,
         on_init=_detach_stderr if detach_stderr else None,
         audit=sink,
-        cache_listings=cache_listings and sink is None,
+        cache_listings=cache_listings,
     )
-    options: dict[str, object] = {
-        "foreground": True,  # `sgfs mount` detaches this process itself and waits for the mount
-        "nothreads": False,  # one thread per concurrent request
-        "ro": True,
-        "default_permissions": True,  # the kernel checks the 0444/0555 modes itself
-        "fsname": FSNAME,
-        "subtype": FSNAME,
-        "kernel_cache": True,  # immutable content: keep the page cache across opens
-        "attr_timeout": TIMEOUT_S,
-        "entry_timeout": TIMEOUT_S,
-        "negative_timeout": TIMEOUT_S,
-    }
-    if sink is not None:
-        # A page kept in the cache across opens would hide a second question's reads from the daemon: without
-        # kernel_cache the kernel drops a file's pages at each open (and mmap still works, unlike direct_io).
-        del options["kernel_cache"]
+    # Mount options only: the daemon stays in the foreground (`sgfs mount` detaches it itself), runs libfuse's
+    # multithreaded loop, and sets cache lifetimes in each reply (TIMEOUT_S: content never changes).
+    options = ["ro", "default_permissions", f"fsname={FSNAME}", f"subtype={FSNAME}"]
     if threading.current_thread() is threading.main_thread():
         # libfuse only installs its exit handlers on signals left at SIG_DFL.
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -229,12 +216,7 @@ def serve(
     if exit_with is not None:
         _watch_owner(exit_with)
     try:
-        listing_cache_fuse(fuse.FUSE)(ops, mnt, **options)
-    except RuntimeError as exc:
-        # libfuse >= 3.12 reports the signal that ended the loop as an error (fuse_main_real returns 8):
-        # after a successful start that is our normal way out, and libfuse has already unmounted.
-        if not ops.initialized:
-            raise SgfsError(f"cannot mount {mnt}: libfuse failed with code {exc} (see its message)") from None
+        LowLevelMount(fs, TIMEOUT_S).serve(mnt, options)
     finally:
         if pool is not None:
             pool.close()

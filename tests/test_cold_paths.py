@@ -254,30 +254,6 @@ def test_no_disk_cache_writes_nothing(tmp_path: Path) -> None:
     assert not home.exists()
 
 
-def test_listing_cache_can_be_turned_off() -> None:
-    """A mount that must see every listing (an audit) sets cache_listings=False: opendir marks nothing."""
-    import ctypes
-
-    import mfusepy
-
-    from sgfs.fuse_ops import SgfsOperations, listing_cache_fuse
-
-    class Info(ctypes.Structure):
-        _fields_ = [("fh", ctypes.c_uint64), ("cache_readdir", ctypes.c_uint, 1), ("keep_cache", ctypes.c_uint, 1)]
-
-    fuse_class = listing_cache_fuse(mfusepy.FUSE)
-    for wanted, audited in ((True, False), (False, False), (False, True)):
-        fuse = fuse_class.__new__(fuse_class)
-        fuse.operations = SgfsOperations(MountSource([1]), cache_listings=not audited and wanted)
-        if audited:  # an audited mount (its operations carry an audit sink) never gets cached listings
-            fuse.operations.cache_listings = True
-            fuse.operations.audit = object()
-        fuse.encoding, fuse.errors = "utf-8", "surrogateescape"
-        info = Info()
-        assert fuse.opendir(b"/1", ctypes.pointer(info)) == 0
-        assert (info.cache_readdir, info.keep_cache) == ((1, 1) if wanted else (0, 0))
-
-
 @pytest.mark.fuse
 def test_long_listings_show_exact_sizes(tmp_path: Path) -> None:
     """`ls -l`/`find -printf` take sizes from READDIRPLUS answers: they must be the exact byte counts."""

@@ -293,12 +293,9 @@ def test_source_wraps_generation_failures() -> None:
 
 
 def test_fuse_layer_maps_errors_to_errno(caplog: pytest.LogCaptureFixture) -> None:
-    try:
-        import mfusepy
-
-        from sgfs.fuse_ops import SgfsOperations
-    except Exception as exc:  # libfuse missing: mfusepy cannot load
-        pytest.skip(f"mfusepy unavailable: {exc}")
+    """The FUSE-free layer answers inode-numbered requests: every failure is an errno, never an exception."""
+    from sgfs.fuse_ops import DIR_MODE, FILE_MODE, FuseError, SgfsFilesystem
+    from sgfs.inodes import ROOT_INO
 
     seed = small_seeds()["log"][0]
     good, bad = repo(seed).file_paths()[:2]
@@ -306,47 +303,42 @@ def test_fuse_layer_maps_errors_to_errno(caplog: pytest.LogCaptureFixture) -> No
     class Broken(FailingRepository):
         broken = frozenset({bad})
 
-    ops = SgfsOperations(MountSource([seed], factory=lambda s: Broken(generators.build_spec(s))))
-    with caplog.at_level(logging.ERROR, logger="sgfs.mount"), pytest.raises(mfusepy.FuseOSError) as failure:
-        ops.read(f"/{seed}/{bad}", 100, 0, 0)
-    assert failure.value.errno == errno.EIO
-    assert f"seed {seed}" in caplog.text and bad in caplog.text and "injected failure" in caplog.text
-    assert ops.read(f"/{seed}/{good}", 100, 0, 0) == repo(seed).read(good)[:100]
+    fs = SgfsFilesystem(MountSource([seed], factory=lambda s: Broken(generators.build_spec(s))))
 
     def code(call: object, *args: object) -> int:
         assert callable(call)
-        with pytest.raises(mfusepy.FuseOSError) as exc:
+        with pytest.raises(FuseError) as exc:
             call(*args)
         return int(exc.value.errno)
 
-    assert code(ops.getattr, "/abc") == errno.ENOENT
-    assert code(ops.getattr, f"/{seed}/nope") == errno.ENOENT
-    assert code(ops.readdir, f"/{seed}/{good}", 0) == errno.ENOTDIR
-    # open and the xattr reads are left to the kernel (see sgfs/fuse_ops.py): the real-mount tests check them.
-    assert not any(hasattr(type(ops), name) and name in vars(type(ops)) for name in ("open", "getxattr", "listxattr"))
-    for name in (
-        "write",
-        "create",
-        "mknod",
-        "mkdir",
-        "unlink",
-        "rmdir",
-        "rename",
-        "link",
-        "symlink",
-        "chmod",
-        "chown",
-        "truncate",
-        "utimens",
-        "setxattr",
-        "removexattr",
-    ):
-        assert code(getattr(ops, name), f"/{seed}/{good}", 0, 0) == errno.EROFS, name
-    attrs = ops.getattr(f"/{seed}/{good}")
-    assert attrs["st_mode"] == stat.S_IFREG | 0o444 and attrs["st_size"] == len(repo(seed).read(good))
-    assert ops.getattr("/")["st_mode"] == stat.S_IFDIR | 0o555
-    ops.source = None  # type: ignore[assignment]  # a bug in the layer itself must still answer EIO, never raise
-    assert code(ops.getattr, "/1") == errno.EIO
+    def walk(path: str) -> int:
+        ino = ROOT_INO
+        for name in path.strip("/").split("/"):
+            found = fs.lookup(ino, name)
+            assert found is not None, path
+            ino = found.ino
+        return ino
+
+    good_ino = walk(f"/{seed}/{good}")
+    bad_dir, bad_name = f"/{seed}/{bad}".rsplit("/", 1)
+    with caplog.at_level(logging.ERROR, logger="sgfs.mount"):  # an exact size needs the bytes: lookup fails
+        assert code(fs.lookup, walk(bad_dir), bad_name) == errno.EIO
+    assert f"seed {seed}" in caplog.text and bad in caplog.text and "injected failure" in caplog.text
+    assert fs.read(good_ino, 100, 0, 0) == repo(seed).read(good)[:100]
+
+    assert fs.lookup(ROOT_INO, "abc") is None  # a negative entry, not an error
+    assert fs.lookup(walk(f"/{seed}"), "nope") is None
+    assert code(fs.readdir, good_ino, 0, 100, 0) == errno.ENOTDIR
+    assert code(fs.read, walk(f"/{seed}"), 10, 0, 0) == errno.EISDIR
+    assert code(fs.getattr, 12345) == errno.ESTALE  # a number the kernel was never given
+    attrs = fs.getattr(good_ino)
+    assert attrs.mode == FILE_MODE and attrs.size == len(repo(seed).read(good)) and attrs.ino == good_ino
+    assert fs.getattr(ROOT_INO).mode == DIR_MODE
+    # A plain mount has no open/opendir (the kernel caches listings and pages); an audited one always does.
+    assert fs.cache_listings and not SgfsFilesystem(MountSource([seed]), audit=object()).cache_listings  # type: ignore[arg-type]
+    fs.source = None  # type: ignore[assignment]  # a bug in the layer itself must still answer EIO, never raise
+    with caplog.at_level(logging.ERROR, logger="sgfs.mount"):
+        assert code(fs.getattr, good_ino) == errno.EIO
 
 
 def test_fuse_unavailable_is_a_clear_error() -> None:

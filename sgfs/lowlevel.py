@@ -1,0 +1,344 @@
+"""libfuse 3's low-level API through ctypes: each kernel request becomes one ``SgfsFilesystem`` call, one reply.
+
+Why not libfuse's high-level API (mfusepy's ``FUSE``): it names files by path and owns directory handles, so it
+must answer OPENDIR itself and never passes ``cache_readdir`` on (libfuse 3.14 replies to opendir with the
+kernel's own flags). Here a mount that may cache answers ENOSYS to OPEN and OPENDIR once: the kernel then
+stops asking and keeps pages and listings (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR are its defaults without
+open), so a warm ``ls -lR`` or ``find -exec cat`` of a deep tree never leaves the kernel.
+
+mfusepy is still the source of the platform's ``struct stat``, ``struct statvfs`` and ``fuse_file_info``
+layouts. Function and structure signatures follow ``fuse_lowlevel.h`` of libfuse 3.12 and later.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import errno
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import mfusepy
+
+from sgfs.errors import SgfsError
+from sgfs.fuse_ops import BLOCK, DIR_MODE, FILE_MODE, FIXED_TIME_S, Attributes, DirEntry, FuseError, SgfsFilesystem
+
+log = logging.getLogger("sgfs.mount")
+
+c_stat: Any = mfusepy.c_stat
+c_statvfs: Any = mfusepy.c_statvfs
+fuse_file_info: Any = mfusepy.fuse_file_info
+fi_p = ctypes.POINTER(fuse_file_info)
+req_t = ctypes.c_void_p
+ino_t = ctypes.c_uint64
+off_t = ctypes.c_int64
+
+
+class FuseArgs(ctypes.Structure):
+    _fields_ = [("argc", ctypes.c_int), ("argv", ctypes.POINTER(ctypes.c_char_p)), ("allocated", ctypes.c_int)]
+
+
+class FuseEntryParam(ctypes.Structure):
+    _fields_ = [
+        ("ino", ino_t),
+        ("generation", ctypes.c_uint64),
+        ("attr", c_stat),
+        ("attr_timeout", ctypes.c_double),
+        ("entry_timeout", ctypes.c_double),
+    ]
+
+
+class FuseCtx(ctypes.Structure):
+    _fields_ = [("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32), ("pid", ctypes.c_int32), ("umask", ctypes.c_uint32)]
+
+
+# struct fuse_lowlevel_ops, in declaration order; the ones this mount implements are typed below.
+OPS = [
+    "init",
+    "destroy",
+    "lookup",
+    "forget",
+    "getattr",
+    "setattr",
+    "readlink",
+    "mknod",
+    "mkdir",
+    "unlink",
+    "rmdir",
+    "symlink",
+    "rename",
+    "link",
+    "open",
+    "read",
+    "write",
+    "flush",
+    "release",
+    "fsync",
+    "opendir",
+    "readdir",
+    "releasedir",
+    "fsyncdir",
+    "statfs",
+    "setxattr",
+    "getxattr",
+    "listxattr",
+    "removexattr",
+    "access",
+    "create",
+    "getlk",
+    "setlk",
+    "bmap",
+    "ioctl",
+    "poll",
+    "write_buf",
+    "retrieve_reply",
+    "forget_multi",
+    "flock",
+    "fallocate",
+    "readdirplus",
+    "copy_file_range",
+    "lseek",
+]
+
+
+class LowLevelOps(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p) for name in OPS]
+
+
+INIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+LOOKUP = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_char_p)
+FORGET = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_uint64)
+WITH_FILE = ctypes.CFUNCTYPE(None, req_t, ino_t, fi_p)  # getattr, open, opendir
+READ = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_size_t, off_t, fi_p)  # read, readdir, readdirplus
+STATFS = ctypes.CFUNCTYPE(None, req_t, ino_t)
+
+
+def load_libfuse() -> ctypes.CDLL:
+    name = ctypes.util.find_library("fuse3")
+    if name is None:
+        raise SgfsError("FUSE is unavailable: libfuse3 cannot be found; install fuse3")
+    lib = ctypes.CDLL(name)
+    if not hasattr(lib, "fuse_session_loop_mt_312"):
+        raise SgfsError(f"FUSE is unavailable: {name} is older than libfuse 3.12; install a newer fuse3")
+    signatures: dict[str, tuple[Any, list[Any]]] = {
+        "fuse_session_new": (
+            ctypes.c_void_p,
+            [ctypes.POINTER(FuseArgs), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p],
+        ),
+        "fuse_session_mount": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]),
+        "fuse_session_unmount": (None, [ctypes.c_void_p]),
+        "fuse_session_destroy": (None, [ctypes.c_void_p]),
+        "fuse_set_signal_handlers": (ctypes.c_int, [ctypes.c_void_p]),
+        "fuse_remove_signal_handlers": (None, [ctypes.c_void_p]),
+        "fuse_loop_cfg_create": (ctypes.c_void_p, []),
+        "fuse_loop_cfg_destroy": (None, [ctypes.c_void_p]),
+        "fuse_session_loop_mt_312": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+        "fuse_reply_err": (ctypes.c_int, [req_t, ctypes.c_int]),
+        "fuse_reply_none": (None, [req_t]),
+        "fuse_reply_entry": (ctypes.c_int, [req_t, ctypes.POINTER(FuseEntryParam)]),
+        "fuse_reply_attr": (ctypes.c_int, [req_t, ctypes.POINTER(c_stat), ctypes.c_double]),
+        "fuse_reply_open": (ctypes.c_int, [req_t, fi_p]),
+        "fuse_reply_buf": (ctypes.c_int, [req_t, ctypes.c_void_p, ctypes.c_size_t]),
+        "fuse_reply_statfs": (ctypes.c_int, [req_t, ctypes.POINTER(c_statvfs)]),
+        "fuse_req_ctx": (ctypes.POINTER(FuseCtx), [req_t]),
+        "fuse_add_direntry": (
+            ctypes.c_size_t,
+            [req_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(c_stat), off_t],
+        ),
+        "fuse_add_direntry_plus": (
+            ctypes.c_size_t,
+            [req_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(FuseEntryParam), off_t],
+        ),
+    }
+    for symbol, (restype, argtypes) in signatures.items():
+        function = getattr(lib, symbol)
+        function.restype, function.argtypes = restype, argtypes
+    return lib
+
+
+class LowLevelMount:
+    """One mount: the session, its callbacks (kept alive as long as the session) and the reply glue."""
+
+    def __init__(self, fs: SgfsFilesystem, timeout_s: float) -> None:
+        self.fs = fs
+        self.timeout = float(timeout_s)
+        self.lib = load_libfuse()
+        self._callbacks: list[Any] = []
+        self.ops = LowLevelOps()
+        self._set("init", INIT(self._init))
+        self._set("destroy", DESTROY(self._destroy))
+        self._set("lookup", LOOKUP(self._guard(self._lookup)))
+        self._set("forget", FORGET(self._forget))
+        self._set("getattr", WITH_FILE(self._guard(self._getattr)))
+        self._set("open", WITH_FILE(self._guard(self._open)))
+        self._set("opendir", WITH_FILE(self._guard(self._opendir)))
+        self._set("read", READ(self._guard(self._read)))
+        self._set("readdir", READ(self._guard(self._readdir)))
+        self._set("readdirplus", READ(self._guard(self._readdirplus)))
+        self._set("statfs", STATFS(self._guard(self._statfs)))
+
+    def _set(self, name: str, callback: Any) -> None:
+        self._callbacks.append(callback)
+        setattr(self.ops, name, ctypes.cast(callback, ctypes.c_void_p))
+
+    # -- the session -------------------------------------------------------------------------------------
+    def serve(self, mountpoint: str, options: list[str]) -> None:
+        """Mount, serve until unmounted or signalled (SIGINT/SIGTERM/SIGHUP), unmount."""
+        argv = [b"sgfs"] + [arg for option in options for arg in (b"-o", option.encode())]
+        args = FuseArgs(len(argv), (ctypes.c_char_p * len(argv))(*argv), 0)
+        session = self.lib.fuse_session_new(ctypes.byref(args), ctypes.byref(self.ops), ctypes.sizeof(self.ops), None)
+        if not session:
+            raise SgfsError(f"cannot mount {mountpoint}: libfuse rejected the options {','.join(options)}")
+        try:
+            if self.lib.fuse_session_mount(session, mountpoint.encode()) != 0:
+                raise SgfsError(f"cannot mount {mountpoint}: libfuse could not mount it (see its message)")
+            self._loop(session)
+        finally:
+            self.lib.fuse_session_destroy(session)
+
+    def _loop(self, session: int) -> None:
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_DFL) if in_main else None  # libfuse sets SIG_DFL ones
+        if self.lib.fuse_set_signal_handlers(session) != 0:
+            self.lib.fuse_session_unmount(session)
+            raise SgfsError("cannot install libfuse's signal handlers")
+        config = self.lib.fuse_loop_cfg_create()
+        try:
+            # Returns when the kernel ends the connection (unmounted) or a signal ends the session.
+            self.lib.fuse_session_loop_mt_312(session, config)
+        finally:
+            self.lib.fuse_loop_cfg_destroy(config)
+            self.lib.fuse_remove_signal_handlers(session)
+            self.lib.fuse_session_unmount(session)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    # -- glue ----------------------------------------------------------------------------------------------
+    def _guard(self, handler: Callable[..., None]) -> Callable[..., None]:
+        """Every request gets exactly one reply: the handler's, or the errno of what it raised."""
+
+        def call(req: int, *args: Any) -> None:
+            try:
+                handler(req, *args)
+            except FuseError as exc:
+                self.lib.fuse_reply_err(req, exc.errno)
+            except Exception:
+                log.exception("unexpected error answering a FUSE request")
+                self.lib.fuse_reply_err(req, errno.EIO)
+
+        return call
+
+    def _pid(self, req: int) -> int:
+        return int(self.lib.fuse_req_ctx(req).contents.pid)
+
+    def _fill_stat(self, st: Any, attributes: Attributes) -> None:
+        st.st_ino = attributes.ino
+        st.st_mode = attributes.mode
+        st.st_nlink = attributes.nlink
+        st.st_size = attributes.size
+        st.st_blocks = (attributes.size + 511) // 512
+        st.st_blksize = BLOCK
+        st.st_uid = self.fs.uid
+        st.st_gid = self.fs.gid
+        for field in ("st_atimespec", "st_mtimespec", "st_ctimespec"):
+            getattr(st, field).tv_sec = FIXED_TIME_S
+
+    def _entry(self, attributes: Attributes) -> FuseEntryParam:
+        entry = FuseEntryParam(ino=attributes.ino, attr_timeout=self.timeout, entry_timeout=self.timeout)
+        self._fill_stat(entry.attr, attributes)
+        return entry
+
+    # -- callbacks -----------------------------------------------------------------------------------------
+    def _init(self, userdata: int, conn: int) -> None:
+        self.fs.init()
+
+    def _destroy(self, userdata: int) -> None:
+        self.fs.destroy()
+
+    def _lookup(self, req: int, parent: int, name: bytes) -> None:
+        attributes = self.fs.lookup(parent, name.decode("utf-8", "surrogateescape"))
+        if attributes is None:  # a negative entry the kernel keeps for the timeout: the name never appears
+            self.lib.fuse_reply_entry(req, ctypes.byref(FuseEntryParam(ino=0, entry_timeout=self.timeout)))
+        else:
+            self.lib.fuse_reply_entry(req, ctypes.byref(self._entry(attributes)))
+
+    def _forget(self, req: int, ino: int, lookups: int) -> None:
+        try:
+            self.fs.forget(ino, lookups)
+        finally:
+            self.lib.fuse_reply_none(req)
+
+    def _getattr(self, req: int, ino: int, fi: Any) -> None:
+        st = c_stat()
+        self._fill_stat(st, self.fs.getattr(ino))
+        self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
+
+    def _open(self, req: int, ino: int, fi: Any) -> None:
+        if self.fs.cache_listings:
+            raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPEN and keeps every file's pages
+        self.fs.open(ino, self._pid(req))
+        info = fi.contents
+        info.keep_cache = 0  # an audited mount: the pages go at each open, so the reads come here again
+        self.lib.fuse_reply_open(req, fi)
+
+    def _opendir(self, req: int, ino: int, fi: Any) -> None:
+        if self.fs.cache_listings:
+            raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPENDIR and keeps listings itself
+        self.fs.opendir(ino, self._pid(req))
+        self.lib.fuse_reply_open(req, fi)  # no cache_readdir: every listing reaches readdir
+
+    def _read(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
+        data = self.fs.read(ino, size, offset, self._pid(req))
+        self.lib.fuse_reply_buf(req, data, len(data))
+
+    def _readdir(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
+        self._list(req, ino, size, offset, plus=False)
+
+    def _readdirplus(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
+        self._list(req, ino, size, offset, plus=True)
+
+    def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
+        buffer = ctypes.create_string_buffer(size)
+        base, used = ctypes.addressof(buffer), 0
+        # The smallest entry takes 32 bytes (24 of header, a name padded to 8), 160 with attributes.
+        entries = self.fs.readdir(ino, offset, size // (160 if plus else 32) + 1, self._pid(req))
+        for index, entry in enumerate(entries, start=offset + 1):
+            name = entry.name.encode("utf-8", "surrogateescape")
+            if plus:
+                need = self.lib.fuse_add_direntry_plus(req, None, 0, name, None, index)
+                if used + need > size:
+                    break
+                param = FuseEntryParam()
+                attributes = None if entry.name in (".", "..") else self._peek(entry)
+                if attributes is not None:
+                    # Attributes with a number count as a lookup: the kernel will FORGET it.
+                    param = self._entry(dataclasses.replace(attributes, ino=self.fs.inodes.acquire(entry.path)))
+                else:  # number 0: the kernel takes only the name and type, and looks the entry up when it needs it
+                    param.attr.st_ino = entry.ino
+                    param.attr.st_mode = DIR_MODE if entry.is_dir else FILE_MODE
+                used += self.lib.fuse_add_direntry_plus(req, base + used, size - used, name, ctypes.byref(param), index)
+            else:
+                st = c_stat()
+                st.st_ino, st.st_mode = entry.ino, DIR_MODE if entry.is_dir else FILE_MODE
+                need = self.lib.fuse_add_direntry(req, base + used, size - used, name, ctypes.byref(st), index)
+                if used + need > size:
+                    break
+                used += need
+        self.lib.fuse_reply_buf(req, base, used)
+
+    def _peek(self, entry: DirEntry) -> Attributes | None:
+        try:
+            return self.fs.peek(entry)
+        except FuseError:
+            return None  # logged already: the entry goes without attributes, and its lookup answers the errno
+
+    def _statfs(self, req: int, ino: int) -> None:
+        st = c_statvfs()
+        for field, value in self.fs.statfs().items():
+            setattr(st, field, value)
+        self.lib.fuse_reply_statfs(req, ctypes.byref(st))

@@ -1,0 +1,167 @@
+"""The low-level FUSE layer: inode numbers, paged listings, and what a real mount leaves to the kernel."""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_mount import force_unmount, is_mounted, repo, require_fuse, small_seeds
+
+import generators
+from sgfs import inodes
+from sgfs.fuse_ops import DirEntry, SgfsFilesystem
+from sgfs.inodes import ROOT_INO, InodeTable, path_ino
+from sgfs.source import MountSource
+
+
+def test_inode_numbers_are_deterministic_and_counted() -> None:
+    table = InodeTable()
+    assert path_ino("/") == ROOT_INO and table.path(ROOT_INO) == "/"
+    ino = table.acquire("/7/a.csv")
+    assert ino == path_ino("/7/a.csv") == table.number("/7/a.csv") > ROOT_INO
+    assert path_ino("/7/a.csv") != path_ino("/7/b.csv")
+    assert table.acquire("/7/a.csv") == ino and table.path(ino) == "/7/a.csv"
+    table.forget(ino, 1)
+    assert table.path(ino) == "/7/a.csv"  # one lookup left
+    table.forget(ino, 1)
+    with pytest.raises(KeyError):
+        table.path(ino)
+    table.forget(ROOT_INO, 5)
+    assert table.path(ROOT_INO) == "/" and len(table) == 1
+    table.forget(123, 1)  # unknown numbers are ignored
+
+
+def test_inode_collisions_get_distinct_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inodes, "path_ino", lambda path: ROOT_INO if path == "/" else 42)
+    table = InodeTable()
+    first, second = table.acquire("/1/x"), table.acquire("/1/y")
+    assert first == 42 and second == 43 and table.number("/1/y") == 43
+    assert table.path(42) == "/1/x" and table.path(43) == "/1/y"
+    table.forget(43, 1)
+    assert table.number("/1/y") == 42  # gone: it would hash again
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[tuple[int, str, str, int]] = []
+
+    def record(self, pid: int, kind: str, path: str, size: int) -> None:
+        self.events.append((pid, kind, path, size))
+
+
+def test_listings_page_through_offsets_and_audit_once() -> None:
+    seed = small_seeds()["csv"][0]
+    sink = Sink()
+    fs = SgfsFilesystem(MountSource([seed]), audit=sink)  # type: ignore[arg-type]
+    top = fs.lookup(ROOT_INO, str(seed))
+    assert top is not None
+    paged: list[DirEntry] = []
+    while True:  # what the kernel does: ask again from the offset after the last entry it got
+        page = fs.readdir(top.ino, len(paged), 3, 99)
+        assert len(page) <= 3
+        if not page:
+            break
+        paged += page
+    names = [e.name for e in paged]
+    expected = [e.name for e in repo(seed).list("")]
+    assert names == [".", "..", *expected]
+    assert paged[1].ino == ROOT_INO and paged[0].ino == top.ino
+    assert all(e.ino == path_ino(f"/{seed}/{e.name}") for e in paged[2:])
+    assert sink.events == [(99, "readdir", f"/{seed}", 0)]  # audited once per listing, not per page
+    assert fs.readdir(top.ino, len(paged) + 10, 3, 99) == []
+
+
+# -- real mounts, served in this process so that the test sees every request that reaches Python ----------
+class CountingFilesystem(SgfsFilesystem):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def lookup(self, parent: int, name: str) -> Any:
+        self.calls["lookup"] += 1
+        return super().lookup(parent, name)
+
+    def getattr(self, ino: int) -> Any:
+        self.calls["getattr"] += 1
+        return super().getattr(ino)
+
+    def readdir(self, ino: int, offset: int, limit: int, pid: int) -> Any:
+        self.calls["readdir"] += 1
+        return super().readdir(ino, offset, limit, pid)
+
+    def read(self, ino: int, size: int, offset: int, pid: int) -> Any:
+        self.calls["read"] += 1
+        return super().read(ino, size, offset, pid)
+
+
+@contextmanager
+def served(mnt: Path, fs: SgfsFilesystem) -> Iterator[Path]:
+    """Serve ``fs`` at ``mnt`` from a thread of this process; always unmounted afterwards."""
+    from sgfs.lowlevel import LowLevelMount
+
+    require_fuse()
+    mnt.mkdir()
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            LowLevelMount(fs, 3600).serve(str(mnt), ["ro", "default_permissions", "fsname=sgfs", "subtype=sgfs"])
+        except BaseException as exc:  # reported by the test thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if fs.initialized or failure:
+                break
+            threading.Event().wait(0.05)
+        assert not failure and fs.initialized and is_mounted(mnt)
+        yield mnt
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+        thread.join(timeout=20)
+        force_unmount(mnt)
+    assert not thread.is_alive() and not is_mounted(mnt)
+
+
+def walk(root: Path) -> dict[str, int]:
+    """What `ls -lR` needs: every name and every size."""
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            out[os.path.relpath(os.path.join(folder, name), root)] = os.stat(os.path.join(folder, name)).st_size
+    return out
+
+
+@pytest.mark.fuse
+@pytest.mark.parametrize("cache_listings", [True, False])
+def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> None:
+    """A plain mount answers OPEN and OPENDIR with ENOSYS once: the kernel keeps listings and pages, so a
+    second walk and a second read of every file never reach Python. Without the listing cache (audited mounts,
+    --no-listing-cache) every listing and every open's reads do."""
+    seed = small_seeds()["csv"][0]
+    fs = CountingFilesystem(MountSource([seed], factory=generators.repository), cache_listings=cache_listings)
+    with served(tmp_path / "mnt", fs) as mnt:
+        sizes = walk(mnt / str(seed))
+        assert sizes == {p: len(repo(seed).read(p)) for p in repo(seed).file_paths()}
+        contents = {p: (mnt / str(seed) / p).read_bytes() for p in sizes}
+        assert contents == {p: repo(seed).read(p) for p in sizes}
+        assert fs.calls["readdir"] > 0 and fs.calls["read"] > 0
+        fs.calls.clear()
+        assert walk(mnt / str(seed)) == sizes
+        assert {p: (mnt / str(seed) / p).read_bytes() for p in sizes} == contents
+        if cache_listings:
+            assert fs.calls == {}, fs.calls
+        else:
+            directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
+            assert fs.calls["readdir"] >= directories and fs.calls["read"] >= len(sizes)
+        assert len(fs.inodes) > 1  # the kernel holds what it looked up
