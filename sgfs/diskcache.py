@@ -8,6 +8,11 @@ content when it is kept. Writers write a private temporary file and rename it in
 so readers see a whole entry or none; a reader checks every hash and deletes an entry that fails, which is
 then a miss and regenerated: a corrupted or truncated entry is never served. The directory is bounded in
 bytes: past the budget the least recently written entries are removed.
+
+Sizes also go to one append-only index per repository (``sizes.idx``: records of xxh3-64 of the path, size,
+and xxh3-64 of those two, so a damaged or truncated record is skipped, never believed), read once per
+repository: a fresh mount over a warm cache knows every size of a directory listing without opening one
+entry per file. Appends of one 24-byte record are atomic (O_APPEND), so concurrent writers never interleave.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
+from cachetools import LRUCache
 
 from generators import GENERATOR_VERSION, Repository, Spec
 from generators.packs import canonical_json, spec_digest
@@ -29,6 +35,8 @@ MAGIC = b"SGFSC\x00\x01\x00"
 _HEADER = struct.Struct("<8sBQQ")  # magic, flags, size, content hash
 _HEADER_SIZE = _HEADER.size + 8  # + xxh3-64 of the packed header
 _HAS_CONTENT = 1
+_RECORD = struct.Struct("<QQQ")  # xxh3-64 of the path, size, xxh3-64 of the first 16 bytes
+INDEX_NAME = "sizes.idx"
 DEFAULT_DISK_CACHE_MB = 2048
 
 
@@ -58,12 +66,55 @@ class DiskCache:
         self.max_bytes = max(max_bytes, 0)
         self._lock = threading.Lock()
         self._used: int | None = None  # bytes on disk, counted on first write
+        self._indexes: LRUCache[str, dict[int, int]] = LRUCache(maxsize=64)  # repository key -> path hash -> size
 
     # -- reading ---------------------------------------------------------------------------------------
     def size(self, repo_key: str, path: str) -> int | None:
-        """The file's size if an intact entry holds it."""
+        """The file's size if the repository's index or an intact entry holds it."""
+        known = self._index(repo_key).get(_path_hash(path))
+        if known is not None:
+            return known
         header = self._read(repo_key, path, header_only=True)
-        return None if header is None else header.size
+        if header is None:
+            return None
+        self._append_index(repo_key, path, header.size)  # an entry the index lacks: the next mount finds it there
+        return header.size
+
+    def _index(self, repo_key: str) -> dict[int, int]:
+        with self._lock:
+            index = self._indexes.get(repo_key)
+        if index is not None:
+            return index
+        index = {}
+        try:
+            raw = (self.root / repo_key / INDEX_NAME).read_bytes()
+        except OSError:
+            raw = b""
+        for start in range(0, len(raw) - _RECORD.size + 1, _RECORD.size):
+            path_hash, size, check = _RECORD.unpack_from(raw, start)
+            if xxhash.xxh3_64_intdigest(raw[start : start + 16]) == check:
+                index[path_hash] = size
+        with self._lock:
+            self._indexes[repo_key] = index
+        return index
+
+    def _append_index(self, repo_key: str, path: str, size: int) -> None:
+        index = self._index(repo_key)
+        path_hash = _path_hash(path)
+        if index.get(path_hash) == size:
+            return
+        fields = struct.pack("<QQ", path_hash, size)
+        record = fields + struct.pack("<Q", xxhash.xxh3_64_intdigest(fields))
+        try:
+            fd = os.open(self.root / repo_key / INDEX_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, record)
+            finally:
+                os.close(fd)
+        except OSError:
+            return  # a full or read-only disk only costs the cache
+        with self._lock:
+            index[path_hash] = size
 
     def content(self, repo_key: str, path: str) -> bytes | None:
         """The file's bytes if an intact entry holds them (hashes checked; a bad entry is removed)."""
@@ -106,7 +157,8 @@ class DiskCache:
                 raise
         except OSError:
             return 0  # a full or read-only disk only costs the cache
-        self._account(len(blob))
+        self._append_index(repo_key, path, len(content))
+        self._account(len(blob) + _RECORD.size)
         return len(blob)
 
     def _account(self, added: int) -> None:
@@ -148,6 +200,10 @@ class DiskCache:
 
     def _entry_path(self, repo_key: str, path: str) -> Path:
         return self.root / repo_key / xxhash.xxh3_64_hexdigest(path.encode("utf-8"))
+
+
+def _path_hash(path: str) -> int:
+    return xxhash.xxh3_64_intdigest(path.encode("utf-8", "surrogateescape"))
 
 
 def _encode(size: int, content: bytes | None) -> bytes:

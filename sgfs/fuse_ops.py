@@ -165,7 +165,7 @@ class SgfsFilesystem:
     def peek(self, entry: DirEntry) -> Attributes | None:
         """Attributes for a READDIRPLUS entry when they cost nothing (directories, files whose size is known),
         so that a listing never waits for synthesis (`find`, plain `ls`). Counts no lookup."""
-        st = self.source.peek_stat(entry.path)
+        st = self.source.peek_stat(entry.path, entry.is_dir)
         return None if st is None else Attributes(entry.ino, st.is_dir, st.size, st.nlink)
 
     # -- directories -------------------------------------------------------------------------------------

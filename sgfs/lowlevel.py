@@ -52,6 +52,32 @@ class FuseEntryParam(ctypes.Structure):
     ]
 
 
+class FuseConnInfo(ctypes.Structure):  # the fields before ``reserved``, unchanged since libfuse 3.0
+    _fields_ = [
+        (name, ctypes.c_uint)
+        for name in [
+            "proto_major",
+            "proto_minor",
+            "max_write",
+            "max_read",
+            "max_readahead",
+            "capable",
+            "want",
+            "max_background",
+            "congestion_threshold",
+            "time_gran",
+        ]
+    ]
+
+
+# The kernel ABI's entry sizes (fuse_kernel.h): a name follows a 24-byte fuse_dirent, or a 128-byte
+# fuse_entry_out and then the fuse_dirent; each entry is padded to 8 bytes.
+DIRENT_HEADER = 24
+DIRENTPLUS_HEADER = 128 + 24
+FUSE_CAP_READDIRPLUS = 1 << 13
+FUSE_CAP_READDIRPLUS_AUTO = 1 << 14
+
+
 class FuseCtx(ctypes.Structure):
     _fields_ = [("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32), ("pid", ctypes.c_int32), ("umask", ctypes.c_uint32)]
 
@@ -255,6 +281,11 @@ class LowLevelMount:
 
     # -- callbacks -----------------------------------------------------------------------------------------
     def _init(self, userdata: int, conn: int) -> None:
+        info = FuseConnInfo.from_address(conn)
+        if info.capable & FUSE_CAP_READDIRPLUS:
+            # Always READDIRPLUS, not only for a listing's first page ("auto"): every page then carries the
+            # attributes the daemon knows, so `ls -l` of a large directory needs no LOOKUP per entry.
+            info.want = (info.want | FUSE_CAP_READDIRPLUS) & ~FUSE_CAP_READDIRPLUS_AUTO
         self.fs.init()
 
     def _destroy(self, userdata: int) -> None:
@@ -305,30 +336,30 @@ class LowLevelMount:
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
         buffer = ctypes.create_string_buffer(size)
         base, used = ctypes.addressof(buffer), 0
-        # The smallest entry takes 32 bytes (24 of header, a name padded to 8), 160 with attributes.
-        entries = self.fs.readdir(ino, offset, size // (160 if plus else 32) + 1, self._pid(req))
+        header = DIRENTPLUS_HEADER if plus else DIRENT_HEADER
+        pid = self._pid(req) if self.fs.audit is not None else 0
+        entries = self.fs.readdir(ino, offset, size // (header + 8) + 1, pid)
+        bare = FuseEntryParam()  # number 0: the kernel takes the name and type only, and looks the entry up later
         for index, entry in enumerate(entries, start=offset + 1):
             name = entry.name.encode("utf-8", "surrogateescape")
+            need = (header + len(name) + 7) & ~7
+            if used + need > size:
+                break
+            mode = DIR_MODE if entry.is_dir else FILE_MODE
             if plus:
-                need = self.lib.fuse_add_direntry_plus(req, None, 0, name, None, index)
-                if used + need > size:
-                    break
-                param = FuseEntryParam()
                 attributes = None if entry.name in (".", "..") else self._peek(entry)
                 if attributes is not None:
                     # Attributes with a number count as a lookup: the kernel will FORGET it.
                     param = self._entry(dataclasses.replace(attributes, ino=self.fs.inodes.acquire(entry.path)))
-                else:  # number 0: the kernel takes only the name and type, and looks the entry up when it needs it
-                    param.attr.st_ino = entry.ino
-                    param.attr.st_mode = DIR_MODE if entry.is_dir else FILE_MODE
-                used += self.lib.fuse_add_direntry_plus(req, base + used, size - used, name, ctypes.byref(param), index)
+                else:
+                    param = bare
+                    param.attr.st_ino, param.attr.st_mode = entry.ino, mode
+                self.lib.fuse_add_direntry_plus(req, base + used, need, name, ctypes.byref(param), index)
             else:
-                st = c_stat()
-                st.st_ino, st.st_mode = entry.ino, DIR_MODE if entry.is_dir else FILE_MODE
-                need = self.lib.fuse_add_direntry(req, base + used, size - used, name, ctypes.byref(st), index)
-                if used + need > size:
-                    break
-                used += need
+                st = bare.attr
+                st.st_ino, st.st_mode = entry.ino, mode
+                self.lib.fuse_add_direntry(req, base + used, need, name, ctypes.byref(st), index)
+            used += need
         self.lib.fuse_reply_buf(req, base, used)
 
     def _peek(self, entry: DirEntry) -> Attributes | None:

@@ -153,6 +153,8 @@ class MountSource:
         self._pool = pool  # cold batches in other processes (sgfs.synthpool)
         self._repo_keys: dict[int, str] = {}
         self._prefetched: LRUCache[tuple[int, str], bool] = LRUCache(maxsize=65_536)  # directories done
+        # Listings by directory: the kernel reads a large one page by page, each page a request.
+        self._listings: LRUCache[tuple[int, str], list[tuple[str, bool]]] = LRUCache(maxsize=4096)
         # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice.
         self._prefetch_flight: _InFlight[tuple[int, str], int] = _InFlight()
 
@@ -187,17 +189,23 @@ class MountSource:
             return [(str(seed), True) for seed in self.seeds]
         seed, rel = self._seed(parts[0]), "/".join(parts[1:])
         repo = self._repository(seed)
-        node = self._guard(seed, rel, lambda: repo.lookup(rel))
-        if not node.is_dir:
-            raise NotADirectoryError(path)
-        entries = [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
+        with self._lock:
+            entries = self._listings.get((seed, rel))
+        if entries is None:
+            node = self._guard(seed, rel, lambda: repo.lookup(rel))
+            if not node.is_dir:
+                raise NotADirectoryError(path)
+            entries = [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
+            with self._lock:
+                self._listings[(seed, rel)] = entries
         if self._pool is not None:
             self._prefetch(seed, repo, rel, entries)
         return entries
 
-    def peek_stat(self, path: str) -> Stat | None:
+    def peek_stat(self, path: str, is_dir: bool | None = None) -> Stat | None:
         """The ``stat`` of a directory, or of a file whose size is already known (memo or disk cache); None for
-        a file that would need synthesis. Never synthesises and never waits for a prefetch."""
+        a file that would need synthesis. Never synthesises and never waits for a prefetch. ``is_dir``, from a
+        listing the caller holds, spares the lookup."""
         parts = self._split(path)
         if len(parts) < 2:
             return self.stat(path)
@@ -207,8 +215,9 @@ class MountSource:
         if known is not None:
             return known
         repo = self._repository(seed)
-        node = self._guard(seed, rel, lambda: repo.lookup(rel))
-        if node.is_dir:
+        if is_dir is None:
+            is_dir = self._guard(seed, rel, lambda: repo.lookup(rel)).is_dir
+        if is_dir:
             return self.stat(path)
         size = self._disk.size(self._repo_key(seed, repo), rel) if self._disk is not None else None
         if size is None:

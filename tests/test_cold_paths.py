@@ -11,7 +11,7 @@ import pytest
 from test_mount import FailingRepository, cli, files_under, mounted, one_line_error, small_seeds
 
 from generators import Repository
-from sgfs.diskcache import DiskCache, default_cache_dir, repository_key
+from sgfs.diskcache import INDEX_NAME, DiskCache, default_cache_dir, repository_key
 from sgfs.source import MountSource
 from sgfs.synthpool import SynthesisPool
 
@@ -28,7 +28,7 @@ def pool() -> Iterator[SynthesisPool]:
 
 
 def entry_files(cache: DiskCache) -> list[Path]:
-    return sorted(p for p in cache.root.rglob("*") if p.is_file())
+    return sorted(p for p in cache.root.rglob("*") if p.is_file() and p.name != INDEX_NAME)
 
 
 # -- the disk cache -----------------------------------------------------------------------------------------
@@ -90,6 +90,45 @@ def test_damaged_entry_through_the_source_is_regenerated(tmp_path: Path) -> None
     fresh = MountSource([seed], disk=cache)
     assert fresh.read(f"/{seed}/{path}", 1 << 30, 0) == expected
     assert fresh.cache_info().generated == 1, "regenerated, not served from the damaged entry"
+
+
+@pytest.mark.parametrize("damage", ["flip_size", "flip_check", "truncate", "garbage"])
+def test_size_index_damage_is_never_believed(tmp_path: Path, damage: str) -> None:
+    """Sizes come from one index per repository; a damaged record is skipped (the entry's own header, or a miss,
+    answers instead), never served as a size."""
+    writer = DiskCache(tmp_path, 64 * MIB)
+    for i in range(5):
+        writer.put("k", f"f{i}", b"x" * (100 + i))
+    index = writer.root / "k" / INDEX_NAME
+    raw = bytearray(index.read_bytes())
+    assert len(raw) == 5 * 24
+    assert {i: DiskCache(tmp_path, 64 * MIB).size("k", f"f{i}") for i in range(5)} == {i: 100 + i for i in range(5)}
+    if damage == "flip_size":
+        raw[24 + 8] ^= 0x40  # f1's size
+    elif damage == "flip_check":
+        raw[24 + 16] ^= 1
+    elif damage == "truncate":
+        raw = raw[:-5]
+    else:
+        raw += b"junk that is not a record......"
+    index.write_bytes(bytes(raw))
+    for entry in entry_files(writer):  # without entries, a skipped record must be a miss, not a wrong size
+        entry.unlink()
+    reader = DiskCache(tmp_path, 64 * MIB)
+    sizes = {i: reader.size("k", f"f{i}") for i in range(5)}
+    damaged = {"flip_size": 1, "flip_check": 1, "truncate": 4}.get(damage)
+    assert sizes == {i: (None if i == damaged else 100 + i) for i in range(5)}
+
+
+def test_size_index_serves_sizes_without_opening_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer = DiskCache(tmp_path, 64 * MIB)
+    for i in range(50):
+        writer.put("k", f"d/f{i}", b"y" * i)
+    reader = DiskCache(tmp_path, 64 * MIB)
+    monkeypatch.setattr(reader, "_read", lambda *a, **k: pytest.fail("an entry was opened for its size"))
+    assert [reader.size("k", f"d/f{i}") for i in range(50)] == list(range(50))
+    monkeypatch.undo()
+    assert reader.size("other", "d/f1") is None  # indexes are per repository
 
 
 def test_bounded_in_bytes(tmp_path: Path) -> None:
@@ -226,7 +265,7 @@ def test_a_second_mount_starts_warm_and_damage_is_regenerated(tmp_path: Path) ->
     cache = tmp_path / "cache"
     with mounted(tmp_path / "first", "--seeds", str(seed), "--cache-dir", cache) as mnt:
         first = {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()}
-    entries = sorted(p for p in cache.rglob("*") if p.is_file())
+    entries = sorted(p for p in cache.rglob("*") if p.is_file() and p.name != INDEX_NAME)
     assert len(entries) == len(r.file_paths()), "every file read is kept"
     for entry in entries[::2]:  # damage every other entry: truncated or flipped
         raw = entry.read_bytes()

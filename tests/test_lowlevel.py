@@ -165,3 +165,15 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
             directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
             assert fs.calls["readdir"] >= directories and fs.calls["read"] >= len(sizes)
         assert len(fs.inodes) > 1  # the kernel holds what it looked up
+
+
+def test_entry_sizes_match_libfuse() -> None:
+    """Listings are packed with the kernel ABI's entry sizes: they must be libfuse's own."""
+    from sgfs.lowlevel import DIRENT_HEADER, DIRENTPLUS_HEADER, load_libfuse
+
+    require_fuse()
+    lib = load_libfuse()
+    for length in (1, 2, 7, 8, 9, 100, 255):
+        name = b"n" * length
+        assert lib.fuse_add_direntry_plus(None, None, 0, name, None, 1) == (DIRENTPLUS_HEADER + length + 7) & ~7
+        assert lib.fuse_add_direntry(None, None, 0, name, None, 1) == (DIRENT_HEADER + length + 7) & ~7
