@@ -66,7 +66,7 @@ class DiskCache:
         self.max_bytes = max(max_bytes, 0)
         self._lock = threading.Lock()
         self._used: int | None = None  # bytes on disk, counted on first write
-        self._indexes: LRUCache[str, dict[int, int]] = LRUCache(maxsize=64)  # repository key -> path hash -> size
+        self._indexes: LRUCache[str, dict[int, int]] = LRUCache(maxsize=16)  # repository key -> path hash -> size
 
     # -- reading ---------------------------------------------------------------------------------------
     def size(self, repo_key: str, path: str) -> int | None:

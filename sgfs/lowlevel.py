@@ -310,7 +310,7 @@ class LowLevelMount:
         self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
 
     def _open(self, req: int, ino: int, fi: Any) -> None:
-        if self.fs.cache_listings:
+        if self.fs.audit is None:
             raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPEN and keeps every file's pages
         self.fs.open(ino, self._pid(req))
         info = fi.contents

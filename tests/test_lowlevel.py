@@ -146,8 +146,8 @@ def walk(root: Path) -> dict[str, int]:
 @pytest.mark.parametrize("cache_listings", [True, False])
 def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> None:
     """A plain mount answers OPEN and OPENDIR with ENOSYS once: the kernel keeps listings and pages, so a
-    second walk and a second read of every file never reach Python. Without the listing cache (audited mounts,
-    --no-listing-cache) every listing and every open's reads do."""
+    second walk and a second read of every file never reach Python. Without the listing cache
+    (--no-listing-cache) every listing does."""
     seed = small_seeds()["csv"][0]
     fs = CountingFilesystem(MountSource([seed], factory=generators.repository), cache_listings=cache_listings)
     with served(tmp_path / "mnt", fs) as mnt:
@@ -161,9 +161,9 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
         assert {p: (mnt / str(seed) / p).read_bytes() for p in sizes} == contents
         if cache_listings:
             assert fs.calls == {}, fs.calls
-        else:
+        else:  # listings reach the daemon again, pages stay in the kernel (only an audited mount drops them)
             directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
-            assert fs.calls["readdir"] >= directories and fs.calls["read"] >= len(sizes)
+            assert fs.calls["readdir"] >= directories and fs.calls["read"] == 0
         assert len(fs.inodes) > 1  # the kernel holds what it looked up
 
 
@@ -177,3 +177,20 @@ def test_entry_sizes_match_libfuse() -> None:
         name = b"n" * length
         assert lib.fuse_add_direntry_plus(None, None, 0, name, None, 1) == (DIRENTPLUS_HEADER + length + 7) & ~7
         assert lib.fuse_add_direntry(None, None, 0, name, None, 1) == (DIRENT_HEADER + length + 7) & ~7
+
+
+@pytest.mark.fuse
+def test_an_audited_mount_sees_every_listing_open_and_read(tmp_path: Path) -> None:
+    seed = small_seeds()["json"][0]
+    sink = Sink()
+    fs = CountingFilesystem(MountSource([seed]), audit=sink)  # type: ignore[arg-type]
+    path = repo(seed).file_paths()[0]
+    with served(tmp_path / "mnt", fs) as mnt:
+        for _ in range(2):
+            assert sorted(os.listdir(mnt / str(seed))) == sorted(e.name for e in repo(seed).list(""))
+            assert (mnt / str(seed) / path).read_bytes() == repo(seed).read(path)
+    kinds = collections.Counter((kind, where) for _pid, kind, where, _size in sink.events)
+    assert kinds[("readdir", f"/{seed}")] == 2 and kinds[("open", f"/{seed}/{path}")] == 2
+    reads = [size for _pid, kind, where, size in sink.events if kind == "read" and where == f"/{seed}/{path}"]
+    assert sum(reads) == 2 * len(repo(seed).read(path))  # the second read is not served from the page cache
+    assert {pid for pid, *_ in sink.events} == {os.getpid()}
