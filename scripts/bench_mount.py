@@ -102,6 +102,7 @@ class Row:
     warm_cat: float = 0.0
     native_cat: float = 0.0
     cold_ls: float = 0.0
+    first_ls: float = 0.0
     warm_ls: float = 0.0
     native_ls: float = 0.0
     disk_ls: float = 0.0  # a fresh mount whose disk cache a previous mount filled
@@ -132,6 +133,7 @@ def main() -> None:
         # Cold figures need a fresh mount each time: the median over --repeat fresh mounts per measure.
         cold_cat: dict[int, list[float]] = {s: [] for s in seeds}
         cold_ls: dict[int, list[float]] = {s: [] for s in seeds}
+        first_ls: dict[int, list[float]] = {s: [] for s in seeds}
         for attempt in range(args.repeat):
             with mounted(work / f"mnt-cat-{attempt}", seeds, args.cache_mb, "--no-disk-cache") as mnt:
                 for seed in seeds:
@@ -143,9 +145,16 @@ def main() -> None:
                     cold_ls[seed].append(ls_all(mnt / str(seed)))
                     if attempt == 0:
                         rows[seed].warm_ls = median_of(ls_all, mnt / str(seed))
+            # The default configuration on a fresh machine: the disk cache on, and empty.
+            with mounted(
+                work / f"mnt-first-{attempt}", seeds, args.cache_mb, "--cache-dir", work / f"empty-{attempt}"
+            ) as mnt:
+                for seed in seeds:
+                    first_ls[seed].append(ls_all(mnt / str(seed)))
         for seed in seeds:
             rows[seed].cold_cat = statistics.median(cold_cat[seed])
             rows[seed].cold_ls = statistics.median(cold_ls[seed])
+            rows[seed].first_ls = statistics.median(first_ls[seed])
         # Warm disk cache (as a CI run that restored --cache-dir): filled once, then fresh mounts over it.
         cache = work / "disk-cache"
         with mounted(work / "mnt-fill", seeds, args.cache_mb, "--cache-dir", cache) as mnt:
@@ -165,7 +174,7 @@ def main() -> None:
     header = (
         f"{'seed':>6} {'ext':>5} {'files':>6} {'MB':>6} | {'synth s':>8} {'cold cat':>9} {'/synth':>7} "
         f"{'/native':>8} | {'warm cat':>9} {'native':>8} {'ratio':>6} | {'cold ls':>8} {'warm ls':>8} "
-        f"{'native':>8} {'ratio':>6} | {'disk ls':>8} {'ratio':>6} {'disk cat':>9} {'ratio':>6}"
+        f"{'native':>8} {'ratio':>6} {'1st ls':>7} | {'disk ls':>8} {'ratio':>6} {'disk cat':>9} {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
@@ -174,13 +183,15 @@ def main() -> None:
             f"{r.seed:>6} {r.ext:>5} {r.files:>6} {r.megabytes:>6.1f} | {r.synth:>8.3f} {r.cold_cat:>9.3f} "
             f"{r.cold_cat / r.synth:>7.2f} {r.cold_cat / r.native_cat:>8.1f} | {r.warm_cat:>9.3f} "
             f"{r.native_cat:>8.3f} {r.warm_cat / r.native_cat:>6.2f} | {r.cold_ls:>8.3f} {r.warm_ls:>8.3f} "
-            f"{r.native_ls:>8.3f} {r.warm_ls / r.native_ls:>6.2f} | {r.disk_ls:>8.3f} {r.disk_ls / r.native_ls:>6.2f} "
+            f"{r.native_ls:>8.3f} {r.warm_ls / r.native_ls:>6.2f} {r.first_ls:>7.3f} | "
+            f"{r.disk_ls:>8.3f} {r.disk_ls / r.native_ls:>6.2f} "
             f"{r.disk_cat:>9.3f} {r.disk_cat / r.native_cat:>6.2f}"
         )
     print()
     print("times in seconds; native = the `sgfs export` copy on local disk (page cache warm);")
     print("/synth = cold cat over synthesis alone (aim <= 1.30); warm ratio = mount / native (aim <= 3);")
     print("cold ls = first `ls -lR` of a fresh mount without disk cache (every file synthesised for its size);")
+    print("1st ls = the same with the default configuration of a first mount: the disk cache on, and empty;")
     print("disk ls / disk cat = first `ls -lR` / cat of a fresh mount over a disk cache a previous mount filled.")
 
 
