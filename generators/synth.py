@@ -9,6 +9,7 @@ reads back.
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 from dataclasses import dataclass
 from datetime import date
 
@@ -30,18 +31,34 @@ _EPOCH = date(1970, 1, 1)
 VECTOR_FORMAT_MIN_ROWS = 2048
 
 
-@dataclass(frozen=True)
 class Column:
-    """One column: typed values (for statistics) and their text (for every encoder)."""
+    """One column: typed values (for statistics) and their text (for every encoder).
 
-    name: str
-    type: str  # string / datetime / categorical / integer / continuous
-    values: npt.NDArray[np.generic]  # str objects, int64 seconds, category strings, int64, float64
-    text: list[str]
+    ``values`` may be given as None for a continuous column: it is then the text parsed back (``float``),
+    on first use. Synthesis leaves it so for columns no expression reads, since most callers (sizes,
+    encoders) only need the text.
+    """
+
+    __slots__ = ("_values", "name", "text", "type")
+
+    def __init__(self, name: str, type: str, values: npt.NDArray[np.generic] | None, text: list[str]) -> None:
+        self.name = name
+        self.type = type  # string / datetime / categorical / integer / continuous
+        self._values = values  # str objects, int64 seconds, category strings, int64, float64
+        self.text = text
+
+    @property
+    def values(self) -> npt.NDArray[np.generic]:
+        if self._values is None:
+            self._values = np.array(self.text, dtype=np.float64)
+        return self._values
 
     @property
     def numeric(self) -> bool:
         return self.type in ("integer", "continuous")
+
+    def __repr__(self) -> str:
+        return f"Column(name={self.name!r}, type={self.type!r}, rows={len(self.text)})"
 
 
 @dataclass(frozen=True)
@@ -74,10 +91,14 @@ def n_rows(spec: Spec, stream: Stream) -> int:
     return int(min(max(math.floor(drawn + 0.5), p.rows_min), p.rows_max))
 
 
-def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) -> dict[str, expr.Column]:
-    """Path placeholders as expression inputs: constant columns of the file's values."""
+def placeholder_env(
+    spec: Spec, values: dict[str, str | int | float], n: int, names: Container[str] | None = None
+) -> dict[str, expr.Column]:
+    """Path placeholders as expression inputs: constant columns of the file's values (only ``names`` if given)."""
     env: dict[str, expr.Column] = {}
     for name, value in values.items():
+        if names is not None and name not in names:
+            continue
         if name == "researcher":
             env[name] = expr.Categorical(
                 np.full(n, spec.researchers.index(str(value)), dtype=np.int64), spec.researchers
@@ -121,53 +142,121 @@ def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray
     raise ValueError(f"unknown distribution {kind!r}")
 
 
+@dataclass(frozen=True)
+class _Step:
+    """How one column is drawn: what depends only on the spec, prepared once per spec."""
+
+    variable: Variable
+    read: bool  # some expression reads this column: its values go into the expression environment
+    cdf: FloatArray  # categorical: cumulative weights
+    labels: npt.NDArray[np.object_]  # categorical: the category strings, indexed by code
+    low: float  # continuous: clip bounds
+    high: float
+
+
+@dataclass(frozen=True)
+class _Plan:
+    steps: tuple[_Step, ...]
+    read: frozenset[str]  # every name some expression reads
+    number_format: str
+
+
+_plans: dict[int, tuple[Spec, _Plan]] = {}
+_MAX_PLANS = 64
+
+
+def _plan(spec: Spec) -> _Plan:
+    """The spec's plan, memoised by identity (specs are immutable; the entry keeps its spec alive)."""
+    cached = _plans.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    read: set[str] = set()
+    for variable in spec.variables:
+        if variable.expression is not None:
+            read |= expr.names_used(expr.parse(variable.expression))
+    steps = []
+    empty = np.zeros(0)
+    for variable in spec.variables:
+        low, high = variable.bounds
+        categorical = variable.role not in ("identifier", "datetime") and variable.type == "categorical"
+        steps.append(
+            _Step(
+                variable,
+                variable.column in read,
+                np.cumsum(np.asarray(variable.probs, dtype=np.float64)) if categorical else empty,
+                np.array(variable.categories, dtype=object),
+                -1e15 if low is None else low,
+                1e15 if high is None else high,
+            )
+        )
+    plan = _Plan(tuple(steps), frozenset(read), f"%.{spec.params.sig_digits}g")
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    _plans[id(spec)] = (spec, plan)
+    return plan
+
+
 def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows: int | None = None) -> Table:
     """The table of the data file at ``path`` whose placeholders take ``values``."""
+    plan = _plan(spec)
     stream = Stream(spec.seed, "file", path)
     n = n_rows(spec, stream) if rows is None else rows
-    env = placeholder_env(spec, values, n)
+    env = placeholder_env(spec, values, n, plan.read)
     columns: list[Column] = []
-    number_format = f"%.{spec.params.sig_digits}g"
-    for variable in spec.variables:
+    for step in plan.steps:
+        variable = step.variable
         sub = stream.child(variable.column)
         if variable.role == "identifier":
             # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
             start = sub.randint(10_000, 89_000)
-            ids = np.strings.add(variable.prefix, np.arange(start, start + n).astype(str)).astype(object)
-            columns.append(Column(variable.column, "string", ids, ids.tolist()))
+            ids = list(map(variable.prefix.__add__, map(str, range(start, start + n))))
+            columns.append(Column(variable.column, "string", np.array(ids, dtype=object), ids))
         elif variable.role == "datetime":
             seconds = _timestamps(spec, values, sub, n)
-            env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
+            if step.read:
+                env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").tolist()
             columns.append(Column(variable.column, "datetime", seconds, text))
         elif variable.type == "categorical":
-            codes = sub.categorical(np.asarray(variable.probs, dtype=np.float64), n)
-            env[variable.column] = expr.Categorical(codes, variable.categories)
-            labels = np.array(variable.categories, dtype=object)[codes]
+            codes = sub.from_cdf(step.cdf, n)
+            if step.read:
+                env[variable.column] = expr.Categorical(codes, variable.categories)
+            labels = step.labels[codes]
             columns.append(Column(variable.column, "categorical", labels, labels.tolist()))
         elif variable.type == "integer":
             ints = np.asarray(sample_independent(variable, sub, n), dtype=np.int64)
-            env[variable.column] = ints.astype(np.float64)
+            if step.read:
+                env[variable.column] = ints.astype(np.float64)
             columns.append(Column(variable.column, "integer", ints, list(map(str, ints.tolist()))))
         else:
-            if variable.role == "dependent":
-                assert variable.expression is not None
-                raw = expr.evaluate(variable.expression, env, n) + sub.normal(0.0, variable.noise_sd, n)
-            else:
-                raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
-            low, high = variable.bounds
-            raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
-            raw = np.clip(raw, -1e15 if low is None else low, 1e15 if high is None else high) + 0.0  # no -0.0
-            # The text is the value to `digits` significant figures; the value is that text parsed back, so
-            # what every encoder writes and what the statistics see are the same double by construction.
-            if n >= VECTOR_FORMAT_MIN_ROWS:
-                text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
-            else:
-                text = list(map(number_format.__mod__, raw.tolist()))
-                rounded = np.array(text, dtype=np.float64)
-            env[variable.column] = rounded
-            columns.append(Column(variable.column, "continuous", rounded, text))
+            columns.append(_continuous(spec, plan, step, env, sub, n))
     return Table(tuple(columns), n)
+
+
+def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column], sub: Stream, n: int) -> Column:
+    variable = step.variable
+    if variable.role == "dependent":
+        assert variable.expression is not None
+        raw = expr.evaluate(variable.expression, env, n)
+        raw += sub.normal(0.0, variable.noise_sd, n)
+    else:
+        raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
+    if np.isfinite(raw).all():  # nan_to_num would change nothing
+        np.clip(raw, step.low, step.high, out=raw)
+    else:
+        raw = np.clip(np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15), step.low, step.high)
+    raw += 0.0  # no -0.0
+    # The text is the value to `digits` significant figures; the value is that text parsed back, so
+    # what every encoder writes and what the statistics see are the same double by construction.
+    rounded: FloatArray | None
+    if n >= VECTOR_FORMAT_MIN_ROWS:
+        text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
+    else:
+        text = list(map(plan.number_format.__mod__, raw.tolist()))
+        rounded = np.array(text, dtype=np.float64) if step.read else None  # else parsed on first use
+    if rounded is not None:
+        env[variable.column] = rounded
+    return Column(variable.column, "continuous", rounded, text)
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
