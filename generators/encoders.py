@@ -15,6 +15,7 @@ import io
 import json
 import zipfile
 from collections.abc import Callable
+from functools import lru_cache
 
 from generators.synth import Column, Table
 
@@ -70,8 +71,12 @@ def encode_txt(table: Table) -> bytes:
 
 
 # -- json / jsonl -----------------------------------------------------------------------------------
+def _json_quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _json_cells(column: Column) -> Cells:
-    return _cells(column, lambda v: json.dumps(v, ensure_ascii=False), wrap='"')
+    return _cells(column, _json_quote, wrap='"')
 
 
 def encode_json(table: Table) -> bytes:
@@ -175,35 +180,47 @@ def _column_letter(index: int) -> str:
     return letters
 
 
-def _sheet_parts(table: Table) -> tuple[str, str, list[Cells], str]:
-    """The worksheet as prefix + rows (a template filled with cells) + suffix."""
-    letters = [_column_letter(i) for i in range(len(table.columns))]
+@lru_cache(maxsize=256)
+def _sheet_layout(names: tuple[str, ...], numeric: tuple[bool, ...]) -> tuple[str, str, str]:
+    """Per column list: the header cells, the row template (row number then text per cell), the last letter."""
+    letters = [_column_letter(i) for i in range(len(names))]
     header = "".join(
         f'<c r="{letter}1" t="inlineStr"><is><t>{_xml_escape(name)}</t></is></c>'
-        for letter, name in zip(letters, table.names, strict=True)
+        for letter, name in zip(letters, names, strict=True)
     )
     row_template = (
         '<row r="%s">'
         + "".join(
             f'<c r="{letter}%s"><v>%s</v></c>'
-            if column.numeric
+            if is_number
             else f'<c r="{letter}%s" t="inlineStr"><is><t>%s</t></is></c>'
-            for letter, column in zip(letters, table.columns, strict=True)
+            for letter, is_number in zip(letters, numeric, strict=True)
         )
         + "</row>"
     )
+    return header, row_template, letters[-1]
+
+
+def _sheet_prefix(header: str, last_letter: str, n_rows: int) -> str:
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        f'<dimension ref="A1:{last_letter}{n_rows + 1}"/><sheetData><row r="1">{header}</row>'
+    )
+
+
+_SHEET_SUFFIX = "</sheetData></worksheet>"
+
+
+def _sheet_parts(table: Table) -> tuple[str, str, list[Cells], str]:
+    """The worksheet as prefix + rows (a template filled with cells) + suffix."""
+    header, row_template, last_letter = _sheet_layout(table.names, tuple(c.numeric for c in table.columns))
     numbers = list(map(str, range(2, table.n_rows + 2)))
     # Each cell needs its row number next to its text: interleave (row, text) for every column.
     cells: list[Cells] = [numbers]
     for column in table.columns:
         cells += [numbers, _cells(column, _xml_escape)]
-    last = f"{letters[-1]}{table.n_rows + 1}"
-    prefix = (
-        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-        f'<dimension ref="A1:{last}"/><sheetData><row r="1">{header}</row>'
-    )
-    return prefix, row_template, cells, "</sheetData></worksheet>"
+    return _sheet_prefix(header, last_letter, table.n_rows), row_template, cells, _SHEET_SUFFIX
 
 
 def _sheet_xml(table: Table) -> str:
@@ -244,14 +261,19 @@ def _utf8_size(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def _cells_size(cells: list[Cells]) -> int:
-    return sum(_utf8_size("".join(column)) for column in cells)
+def _column_size(column: Column, quote: Callable[[str], str], wrap: str = "") -> int:
+    """Bytes of ``_cells(column, quote, wrap)``, without building the quoted cells."""
+    if column.numeric:
+        return _utf8_size("".join(column.text))
+    if column.type != "categorical":  # identifiers and timestamps are never quoted (see ``_cells``), only wrapped
+        return _utf8_size("".join(column.text)) + 2 * _utf8_size(wrap) * len(column.text)
+    quoted = {value: _utf8_size(quote(value)) for value in dict.fromkeys(column.text)}
+    return sum(map(quoted.__getitem__, column.text))
 
 
-def _rows_size(template: str, cells: list[Cells]) -> int:
-    """Bytes of every row ``template % row``: the template's own text once per row plus every cell."""
-    n = len(cells[0]) if cells else 0
-    return n * _utf8_size(template % (("",) * len(cells))) + _cells_size(cells)
+def _template_size(template: str, slots: int) -> int:
+    """Bytes of the template's own text, its ``%s`` slots left empty."""
+    return _utf8_size(template % (("",) * slots))
 
 
 def _lines_size(rows: int, rows_size: int, header: str | None = None) -> int:
@@ -264,33 +286,59 @@ def _stored_zip_size(parts: list[tuple[str, int]]) -> int:
     return sum(30 + 46 + 2 * len(name.encode("utf-8")) + size for name, size in parts) + 22
 
 
+def _decimal_digits(low: int, high: int) -> int:
+    """``len("".join(map(str, range(low, high))))`` for 0 <= low <= high."""
+    total, width, start = 0, 1, 1
+    while start < high:
+        end = start * 10
+        total += width * max(0, min(high, end) - max(low, start))
+        width, start = width + 1, end
+    return total + (1 if low == 0 < high else 0)
+
+
+@lru_cache(maxsize=256)
+def _json_fields_size(names: tuple[str, ...], separator: str, indent: str) -> int:
+    return sum(_utf8_size(f"{indent}{json.dumps(name, ensure_ascii=False)}: ") for name in names) + _utf8_size(
+        separator
+    ) * max(len(names) - 1, 0)
+
+
+_FIXED_PARTS_SIZES = [(name, _utf8_size(text)) for name, text in _FIXED_PARTS]
+
+
 def encoded_size(table: Table, extension: str) -> int:
     """``len(encode(table, extension))``, computed from the cell texts without building the file."""
     n = table.n_rows
+    columns = table.columns
     if extension in ("csv", "txt"):
         if extension == "csv":
-            cells = [_cells(c, _csv_quote) for c in table.columns]
+            cells = sum(_column_size(c, _csv_quote) for c in columns)
             header = ",".join(_csv_quote(name) for name in table.names)
         else:
-            cells = [c.text for c in table.columns]
+            cells = sum(_utf8_size("".join(c.text)) for c in columns)
             header = "\t".join(table.names)
-        rows = n * (len(cells) - 1) + _cells_size(cells)  # one "," or tab between cells
+        rows = n * (len(columns) - 1) + cells  # one "," or tab between cells
         return _lines_size(n, rows, header)
     if extension == "jsonl":
-        fields = ", ".join(f"{_pct(json.dumps(name, ensure_ascii=False))}: %s" for name in table.names)
-        return _lines_size(n, _rows_size("{" + fields + "}", [_json_cells(c) for c in table.columns]))
+        # Per row: "{" fields joined by ", " "}" with '"name": ' before each cell.
+        per_row = 2 + _json_fields_size(table.names, ", ", "")
+        return _lines_size(n, n * per_row + sum(_column_size(c, _json_quote, '"') for c in columns))
     if extension == "json":
-        fields = ",".join(f"\n    {_pct(json.dumps(name, ensure_ascii=False))}: %s" for name in table.names)
-        records = _rows_size("  {" + fields + "\n  }", [_json_cells(c) for c in table.columns])
+        # Per record: "  {" fields joined by "," each "\n    " '"name": ' cell, then "\n  }".
+        per_row = 3 + _json_fields_size(table.names, ",", "\n    ") + 4
+        records = n * per_row + sum(_column_size(c, _json_quote, '"') for c in columns)
         return 2 + records + 2 * max(n - 1, 0) + 3  # "[\n" records joined by ",\n" then "\n]\n"
     if extension == "log":
-        stamp = next(c for c in table.columns if c.type == "datetime")
+        stamp = next(c for c in columns if c.type == "datetime")
         pairs = " ".join(f"{_pct(name)}=%s" for name in table.names)
-        cells = [stamp.text, *(_cells(c, _log_quote) for c in table.columns)]
-        return _lines_size(n, _rows_size("%s " + pairs, cells))
+        cells = _utf8_size("".join(stamp.text)) + sum(_column_size(c, _log_quote) for c in columns)
+        return _lines_size(n, n * _template_size("%s " + pairs, len(columns) + 1) + cells)
     if extension == "xlsx":
-        prefix, row_template, cells, suffix = _sheet_parts(table)
-        sheet = _utf8_size(prefix) + _rows_size(row_template, cells) + _utf8_size(suffix)
-        parts = [(name, _utf8_size(text)) for name, text in _FIXED_PARTS] + [(_SHEET, sheet)]
-        return _stored_zip_size(parts)
+        header, row_template, last_letter = _sheet_layout(table.names, tuple(c.numeric for c in columns))
+        # Every cell and the row element carry the row number: len(columns) + 1 of them per row.
+        numbers = (len(columns) + 1) * _decimal_digits(2, n + 2)
+        cells = sum(_column_size(c, _xml_escape) for c in columns)
+        rows = n * _template_size(row_template, 2 * len(columns) + 1) + numbers + cells
+        sheet = _utf8_size(_sheet_prefix(header, last_letter, n)) + rows + _utf8_size(_SHEET_SUFFIX)
+        return _stored_zip_size([*_FIXED_PARTS_SIZES, (_SHEET, sheet)])
     return len(encode(table, extension))
