@@ -3,7 +3,8 @@
 
 For each seed: the spec and tree build, then for every data file the exact size (``Repository.size``, from the
 cell texts) and the full bytes (``Repository.read``), each on a fresh table (nothing cached between them).
-Prints per-file milliseconds and totals; ``--profile`` prints the top of a cProfile of the size and read passes.
+Prints per-file milliseconds of CPU time (``time.process_time``: steadier than wall time on a shared
+machine) and totals; ``--profile`` prints the top of a cProfile of the size and read passes.
 
 Usage: python3 scripts/bench_synth.py [--seeds 288,279,118,28] [--limit N] [--repeat 3] [--profile]
 """
@@ -22,17 +23,17 @@ from generators.paths import README_NAME
 
 
 def _timed(func: Callable[[], object]) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     func()
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def _pass(repo: Repository, paths: list[str], sizes_only: bool) -> float:
-    start = time.perf_counter()
+    start = time.process_time()
     step = repo.size if sizes_only else repo.read
     for path in paths:
         step(path)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def bench_seed(seed: int, limit: int | None, repeat: int, profile: bool) -> None:
