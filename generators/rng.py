@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import TypeVar
 
@@ -46,6 +47,8 @@ def derive_key(*parts: int | str) -> int:
     return int.from_bytes(digest.digest(), "little")
 
 
+# Up to this many uniforms are drawn with Python integers (``random``), which give the same doubles.
+_SCALAR_DRAWS = 4
 # ``(i + 1) * _GOLDEN`` for i < len: counter ``start + i + 1`` times the constant is this plus ``start * _GOLDEN``
 # (mod 2**64), so a draw needs one addition instead of an ``arange`` and a multiplication.
 _counter_steps: npt.NDArray[np.uint64] = np.arange(1, 1025, dtype=np.uint64) * _GOLDEN
@@ -60,8 +63,12 @@ def _steps(n: int) -> npt.NDArray[np.uint64]:
 
 
 def _splitmix(start: int, n: int, key: int) -> npt.NDArray[np.uint64]:
-    """SplitMix64 of the counters ``start + 1 … start + n`` under ``key``, mixed in place."""
-    z = _steps(n) + np.uint64((start * _GOLDEN_INT + key) & _MASK)
+    """SplitMix64 of the counters ``start + 1 … start + n`` under ``key``."""
+    return _mix(_steps(n) + np.uint64((start * _GOLDEN_INT + key) & _MASK))
+
+
+def _mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's finaliser of ``counter * golden + key``, in place."""
     shifted = np.empty_like(z)
     np.right_shift(z, _SHIFT30, out=shifted)
     z ^= shifted
@@ -74,14 +81,45 @@ def _splitmix(start: int, n: int, key: int) -> npt.NDArray[np.uint64]:
     return z
 
 
+def prefetch_uniforms(streams: Sequence[Stream], counts: Sequence[int]) -> None:
+    """Compute the next ``counts[i]`` uniforms of every fresh stream ``streams[i]`` in one pass over all of them.
+
+    A draw is a function of the stream's key and counter only, so computing it ahead, for many streams at
+    once, gives the very doubles ``uniform`` would: it only saves numpy's per-call overhead. Streams that
+    already drew, and zero counts, are left alone; draws past a stream's prefetched ones are computed as usual.
+    """
+    chosen = [(s, c) for s, c in zip(streams, counts, strict=True) if c > 0 and s._counter == 0]
+    if not chosen:
+        return
+    sizes = [c for _, c in chosen]
+    steps = np.concatenate([_steps(c) for c in sizes])
+    keys = np.repeat(np.array([s.key for s, _ in chosen], dtype=np.uint64), sizes)
+    doubles = _uniforms_of(_mix(steps + keys))
+    start = 0
+    for stream, count in chosen:
+        stream._uniforms = doubles[start : start + count]
+        start += count
+
+
+def _uniforms_of(bits: npt.NDArray[np.uint64]) -> FloatArray:
+    """The top 53 bits as a double in (0, 1): ``((bits >> 11) + 0.5) / 2**53``; ``bits`` is overwritten."""
+    bits >>= _SHIFT11
+    doubles = bits.astype(np.float64)
+    doubles += 0.5
+    doubles /= _TWO_POW_53
+    return doubles
+
+
 class Stream:
     """An independent, reproducible stream of random numbers named by its key parts."""
 
-    __slots__ = ("_counter", "key")
+    __slots__ = ("_counter", "_uniforms", "key")
 
     def __init__(self, *parts: int | str) -> None:
         self.key = derive_key(*parts)
         self._counter = 0
+        # uniform() of counters 1 … len, computed ahead by ``prefetch_uniforms`` (values depend on the counter only).
+        self._uniforms: FloatArray | None = None
 
     def child(self, *parts: int | str) -> Stream:
         """A stream independent of this one and of its other children."""
@@ -95,12 +133,14 @@ class Stream:
 
     def uniform(self, n: int) -> FloatArray:
         """Doubles in the open interval (0, 1)."""
-        bits = self.raw(n)
-        bits >>= _SHIFT11
-        doubles = bits.astype(np.float64)
-        doubles += 0.5
-        doubles /= _TWO_POW_53
-        return doubles
+        start = self._counter
+        ahead = self._uniforms
+        if ahead is not None and start + n <= ahead.size:
+            self._counter = start + n
+            return ahead[start : start + n].copy()
+        if n <= _SCALAR_DRAWS:  # a few draws: Python integers cost less than numpy's per-call overhead
+            return np.array([self.random() for _ in range(n)], dtype=np.float64)
+        return _uniforms_of(self.raw(n))
 
     def uniform_range(self, low: float, high: float, n: int) -> FloatArray:
         return low + (high - low) * self.uniform(n)
@@ -187,16 +227,17 @@ class Stream:
         c = 1.0 / math.sqrt(9.0 * d)
         out = np.empty(n, dtype=np.float64)
         pending = np.arange(n)
-        while pending.size:
-            m = pending.size
-            x = self.normal(0.0, 1.0, m)
-            u = self.uniform(m)
-            v = (1.0 + c * x) ** 3
-            with np.errstate(invalid="ignore", divide="ignore"):
-                log_v = np.log(np.where(v > 0, v, 1.0))
-            ok = (v > 0) & (np.log(u) < 0.5 * x * x + d - d * v + d * log_v)
-            out[pending[ok]] = d * v[ok]
-            pending = pending[~ok]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            while pending.size:
+                m = pending.size
+                x = self.normal(0.0, 1.0, m)
+                u = self.uniform(m)
+                v = (1.0 + c * x) ** 3
+                positive = v > 0
+                log_v = np.log(np.where(positive, v, 1.0))
+                ok = positive & (np.log(u) < 0.5 * x * x + d - d * v + d * log_v)
+                out[pending[ok]] = d * v[ok]
+                pending = pending[~ok]
         return out
 
     def beta(self, a: float, b: float, n: int) -> FloatArray:

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from generators import expr, numfmt
-from generators.rng import Stream
+from generators.rng import Stream, prefetch_uniforms
 from generators.spec import Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
@@ -152,6 +152,7 @@ class _Step:
     labels: npt.NDArray[np.object_]  # categorical: the category strings, indexed by code
     low: float  # continuous: clip bounds
     high: float
+    draws: tuple[float, int]  # about how many uniforms the column draws for n rows: draws[0] * n + draws[1]
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,7 @@ def _plan(spec: Spec) -> _Plan:
                 np.array(variable.categories, dtype=object),
                 -1e15 if low is None else low,
                 1e15 if high is None else high,
+                _draws(variable),
             )
         )
     plan = _Plan(tuple(steps), frozenset(read), f"%.{spec.params.sig_digits}g")
@@ -196,6 +198,28 @@ def _plan(spec: Spec) -> _Plan:
     return plan
 
 
+def _gamma_draws(shape: float) -> float:
+    # Marsaglia-Tsang: a normal (2 uniforms) and a uniform per try, a few percent of tries rejected;
+    # below shape 1 one more uniform per value.
+    return 3.3 + (1.0 if shape < 1.0 else 0.0)
+
+
+def _draws(variable: Variable) -> tuple[float, int]:
+    """How many uniforms a column draws, about: those are computed ahead, in one pass for the whole file."""
+    if variable.role == "identifier":
+        return (0.0, 0)  # one scalar draw
+    if variable.role == "dependent":
+        return (2.0, 0)  # the noise: one normal
+    distribution = variable.distribution
+    if distribution is None:
+        return (1.0, 0)  # datetime offsets, categorical codes
+    if distribution.kind == "normal":
+        return (2.0, 0)
+    if distribution.kind == "beta":
+        return (_gamma_draws(distribution.params["a"]) + _gamma_draws(distribution.params["b"]), 64)
+    return (1.0, 0)
+
+
 def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows: int | None = None) -> Table:
     """The table of the data file at ``path`` whose placeholders take ``values``."""
     plan = _plan(spec)
@@ -203,9 +227,10 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
     n = n_rows(spec, stream) if rows is None else rows
     env = placeholder_env(spec, values, n, plan.read)
     columns: list[Column] = []
-    for step in plan.steps:
+    subs = [stream.child(step.variable.column) for step in plan.steps]
+    prefetch_uniforms(subs, [int(step.draws[0] * n) + step.draws[1] for step in plan.steps])
+    for step, sub in zip(plan.steps, subs, strict=True):
         variable = step.variable
-        sub = stream.child(variable.column)
         if variable.role == "identifier":
             # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
             start = sub.randint(10_000, 89_000)
