@@ -11,9 +11,10 @@ zip keeps the bytes independent of the zlib build of the machine.
 
 from __future__ import annotations
 
-import io
 import json
+import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -230,16 +231,94 @@ def _sheet_xml(table: Table) -> str:
 
 def encode_xlsx(table: Table) -> bytes:
     """One sheet named ``data`` with a header row; byte-for-byte deterministic."""
-    buffer = io.BytesIO()
-    parts = (*_FIXED_PARTS, (_SHEET, _sheet_xml(table)))
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, text in parts:
-            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-            info.compress_type = zipfile.ZIP_STORED
-            info.external_attr = 0o644 << 16
-            info.create_system = 0
-            archive.writestr(info, text.encode("utf-8"))
-    return buffer.getvalue()
+    sheet = _sheet_xml(table).encode("utf-8")
+    local, central = _zip_entry(_SHEET, sheet, _FIXED_ZIP_SIZE)
+    directory = _FIXED_ZIP_DIRECTORY + central
+    end = struct.pack(
+        _ZIP_END,
+        b"PK\x05\x06",
+        0,
+        0,
+        len(_FIXED_PARTS) + 1,
+        len(_FIXED_PARTS) + 1,
+        len(directory),
+        _FIXED_ZIP_SIZE + len(local) + len(sheet),
+        0,
+    )
+    return b"".join((_FIXED_ZIP_ENTRIES, local, sheet, directory, end))
+
+
+# A stored zip written as ``zipfile`` writes one from ``ZipInfo(name, date_time=_FIXED_TIME)`` with
+# ``create_system = 0`` and ``external_attr = 0o644 << 16`` into a seekable buffer (no data descriptors),
+# without its per-entry machinery: the fixed parts' entries are built once, only the sheet's per file.
+_ZIP_LOCAL = "<4s2B4HL2L2H"
+_ZIP_CENTRAL = "<4s4B4HL2L5H2L"
+_ZIP_END = "<4s4H2LH"
+_ZIP_VERSION = 20
+_DOS_TIME = _FIXED_TIME[3] << 11 | _FIXED_TIME[4] << 5 | _FIXED_TIME[5] // 2
+_DOS_DATE = (_FIXED_TIME[0] - 1980) << 9 | _FIXED_TIME[1] << 5 | _FIXED_TIME[2]
+
+
+def _zip_entry(name: str, data: bytes, offset: int) -> tuple[bytes, bytes]:
+    """The local header (the data follows it) and the central directory entry of a stored part at ``offset``."""
+    encoded = name.encode("ascii")  # our part names are ASCII: no UTF-8 flag
+    crc = zlib.crc32(data)
+    size = len(data)
+    local = struct.pack(
+        _ZIP_LOCAL,
+        b"PK\x03\x04",
+        _ZIP_VERSION,
+        0,
+        0,
+        zipfile.ZIP_STORED,
+        _DOS_TIME,
+        _DOS_DATE,
+        crc,
+        size,
+        size,
+        len(encoded),
+        0,
+    )
+    central = struct.pack(
+        _ZIP_CENTRAL,
+        b"PK\x01\x02",
+        _ZIP_VERSION,
+        0,
+        _ZIP_VERSION,
+        0,
+        0,
+        zipfile.ZIP_STORED,
+        _DOS_TIME,
+        _DOS_DATE,
+        crc,
+        size,
+        size,
+        len(encoded),
+        0,
+        0,
+        0,
+        0,
+        0o644 << 16,
+        offset,
+    )
+    return local + encoded, central + encoded
+
+
+def _fixed_zip_entries() -> tuple[bytes, bytes]:
+    entries: list[bytes] = []
+    directory: list[bytes] = []
+    offset = 0
+    for name, text in _FIXED_PARTS:
+        data = text.encode("utf-8")
+        local, central = _zip_entry(name, data, offset)
+        entries += [local, data]
+        directory.append(central)
+        offset += len(local) + len(data)
+    return b"".join(entries), b"".join(directory)
+
+
+_FIXED_ZIP_ENTRIES, _FIXED_ZIP_DIRECTORY = _fixed_zip_entries()
+_FIXED_ZIP_SIZE = len(_FIXED_ZIP_ENTRIES)
 
 
 ENCODERS: dict[str, Callable[[Table], bytes]] = {

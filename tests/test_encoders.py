@@ -134,6 +134,31 @@ def test_xlsx_is_deterministic_and_valid() -> None:
     assert len(rows) == table.n_rows + 1
 
 
+def _zipfile_archive(parts: list[tuple[str, str]]) -> bytes:
+    """The archive as the standard library writes it from the same entries: what encode_xlsx must equal."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, text in parts:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            info.create_system = 0
+            archive.writestr(info, text.encode("utf-8"))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("seed", [118, 205, 7])
+def test_xlsx_archive_is_byte_for_byte_what_zipfile_writes(seed: int) -> None:
+    from generators.encoders import _FIXED_PARTS, _SHEET, _sheet_xml, encoded_size
+
+    r = with_extension(seed, "xlsx")
+    for path in r.tree.file_paths[:3]:
+        table = r.table(path)
+        expected = _zipfile_archive([*_FIXED_PARTS, (_SHEET, _sheet_xml(table))])
+        assert encode(table, "xlsx") == expected
+        assert encoded_size(table, "xlsx") == len(expected)
+
+
 def test_csv_quotes_per_rfc4180() -> None:
     from generators.encoders import _csv_quote, _log_quote
 
