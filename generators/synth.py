@@ -9,7 +9,7 @@ reads back.
 from __future__ import annotations
 
 import math
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -34,18 +34,36 @@ VECTOR_FORMAT_MIN_ROWS = 2048
 class Column:
     """One column: typed values (for statistics) and their text (for every encoder).
 
-    ``values`` may be given as None for a continuous column: it is then the text parsed back (``float``),
-    on first use. Synthesis leaves it so for columns no expression reads, since most callers (sizes,
-    encoders) only need the text.
+    A continuous column that no expression reads may be *deferred*: it keeps the clipped doubles and writes
+    their text (``%.{digits}g``) on first use of ``text``; its values are that text parsed back. Sizes need
+    only the byte count of the text, which ``measure_text`` computes for many deferred columns at once
+    without writing any text (``numfmt.text_lengths``).
     """
 
-    __slots__ = ("_values", "name", "text", "type")
+    __slots__ = ("_digits", "_raw", "_text", "_text_bytes", "_values", "name", "type")
 
     def __init__(self, name: str, type: str, values: npt.NDArray[np.generic] | None, text: list[str]) -> None:
         self.name = name
         self.type = type  # string / datetime / categorical / integer / continuous
-        self._values = values  # str objects, int64 seconds, category strings, int64, float64
-        self.text = text
+        self._values = values  # str objects, int64 seconds, category strings, int64, float64; None: parse text
+        self._text: list[str] | None = text
+        self._raw: FloatArray | None = None
+        self._digits = 0
+        self._text_bytes = -1
+
+    @classmethod
+    def deferred(cls, name: str, raw: FloatArray, digits: int) -> Column:
+        """A continuous column of ``raw`` (clipped, no -0.0) to be written with ``digits`` significant digits."""
+        column = cls(name, "continuous", None, [])
+        column._text, column._raw, column._digits = None, raw, digits
+        return column
+
+    @property
+    def text(self) -> list[str]:
+        if self._text is None:
+            assert self._raw is not None
+            self._text = list(map(f"%.{self._digits}g".__mod__, self._raw.tolist()))
+        return self._text
 
     @property
     def values(self) -> npt.NDArray[np.generic]:
@@ -57,8 +75,40 @@ class Column:
     def numeric(self) -> bool:
         return self.type in ("integer", "continuous")
 
+    def text_bytes(self) -> int:
+        """UTF-8 bytes of all cells' text together (``len("".join(text).encode())``)."""
+        if self._text_bytes < 0:
+            joined = "".join(self.text)
+            self._text_bytes = len(joined) if joined.isascii() else len(joined.encode("utf-8"))
+        return self._text_bytes
+
     def __repr__(self) -> str:
-        return f"Column(name={self.name!r}, type={self.type!r}, rows={len(self.text)})"
+        return f"Column(name={self.name!r}, type={self.type!r})"
+
+
+# numfmt's lengths beat writing the text with Python from about this many values in one call.
+VECTOR_LENGTHS_MIN_VALUES = 512
+
+
+def measure_text(tables: Sequence[Table]) -> None:
+    """Count the text bytes of every deferred column of ``tables`` in one whole-array pass, writing no text.
+
+    Exact: ``numfmt.text_lengths`` is ``len("%.{p}g" % v)`` for every value. Too few values for the pass
+    to pay are left to ``Column.text_bytes``.
+    """
+    pending: dict[int, list[Column]] = {}
+    for table in tables:
+        for column in table.columns:
+            if column._raw is not None and column._text is None and column._text_bytes < 0:
+                pending.setdefault(column._digits, []).append(column)
+    for digits, columns in pending.items():
+        raws = [c._raw for c in columns if c._raw is not None]
+        if sum(r.size for r in raws) < VECTOR_LENGTHS_MIN_VALUES or not all(r.size for r in raws):
+            continue
+        lengths = numfmt.text_lengths(np.concatenate(raws), digits)
+        starts = np.cumsum([0, *(r.size for r in raws[:-1])])
+        for column, total in zip(columns, np.add.reduceat(lengths, starts).tolist(), strict=True):
+            column._text_bytes = int(total)
 
 
 @dataclass(frozen=True)
@@ -276,11 +326,12 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
     rounded: FloatArray | None
     if n >= VECTOR_FORMAT_MIN_ROWS:
         text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
-    else:
+    elif step.read:
         text = list(map(plan.number_format.__mod__, raw.tolist()))
-        rounded = np.array(text, dtype=np.float64) if step.read else None  # else parsed on first use
-    if rounded is not None:
-        env[variable.column] = rounded
+        rounded = np.array(text, dtype=np.float64)
+    else:  # nothing reads it here: the text is written when (and if) an encoder asks for it
+        return Column.deferred(variable.column, raw, spec.params.sig_digits)
+    env[variable.column] = rounded
     return Column(variable.column, "continuous", rounded, text)
 
 

@@ -59,11 +59,15 @@ def _synthesise(
         spec: Spec = pickle.loads(pickled_spec)  # only here: a known repository skips the unpickling
         repo = _repositories[repo_key] = Repository(spec)
     results: list[Synthesised] = []
+    if sizes_only:  # exact sizes from the cell texts, the whole batch measured together; no file is assembled
+        for path, size in zip(paths, repo.sizes(list(paths)), strict=True):
+            if isinstance(size, Exception):
+                results.append(Synthesised(path, -1, None, f"{type(size).__name__}: {size}"))
+            else:
+                results.append(Synthesised(path, size, None))
+        return results
     for path in paths:
         try:
-            if sizes_only:  # exact sizes from the cell texts; the file itself is never assembled
-                results.append(Synthesised(path, repo.size(path), None))
-                continue
             content = repo.read(path)
         except Exception as exc:  # reported to the caller, who synthesises in process and maps the error
             results.append(Synthesised(path, -1, None, f"{type(exc).__name__}: {exc}"))

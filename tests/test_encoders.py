@@ -11,6 +11,8 @@ import zipfile
 import openpyxl
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from generators.encoders import encode
 from generators.synth import Table
@@ -157,6 +159,43 @@ def test_xlsx_archive_is_byte_for_byte_what_zipfile_writes(seed: int) -> None:
         expected = _zipfile_archive([*_FIXED_PARTS, (_SHEET, _sheet_xml(table))])
         assert encode(table, "xlsx") == expected
         assert encoded_size(table, "xlsx") == len(expected)
+
+
+@given(
+    st.lists(st.sampled_from(["%s", "%%", "a", ",", "\n", '"', "é", "s"]), max_size=12),
+    st.integers(0, 5),
+    st.sampled_from(["", "\n", ",\n"]),
+)
+def test_render_equals_one_percent_format_per_row(tokens: list[str], rows: int, separator: str) -> None:
+    from generators.encoders import _render
+
+    template = "".join(tokens)
+    slots = tokens.count("%s")
+    cells = [[f"{c}{r}%" * (r % 3) for r in range(rows)] for c in range(slots)]
+    if slots == 0:
+        return  # a table always has columns
+    assert _render(template, cells, separator) == separator.join(template % row for row in zip(*cells, strict=True))
+
+
+def test_render_refuses_columns_of_other_lengths() -> None:
+    from generators.encoders import _render
+
+    with pytest.raises(ValueError):
+        _render("%s,%s", [["1", "2"], ["1"]])
+    with pytest.raises(ValueError):
+        _render("%s,%s", [["1", "2"]])
+
+
+def test_batched_sizes_equal_encoded_lengths(extension: str) -> None:
+    """Repository.sizes measures continuous text without writing it: the same numbers as the bytes."""
+    from generators import PathNotFound
+
+    r = with_extension(118, extension)
+    paths = [*r.tree.file_paths[:12], "no/such/file.csv"]
+    sizes = r.sizes(paths)
+    assert sizes[:-1] == [len(r.read(p)) for p in paths[:-1]]
+    assert isinstance(sizes[-1], PathNotFound)
+    assert [r.size(p) for p in paths[:-1]] == sizes[:-1]
 
 
 def test_csv_quotes_per_rfc4180() -> None:
