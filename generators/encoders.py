@@ -87,6 +87,7 @@ def _pct(text: str) -> str:
 
 
 # -- csv / txt --------------------------------------------------------------------------------------
+@lru_cache(maxsize=65536)  # categories repeat in every file of a repository
 def _csv_quote(value: str) -> str:
     if any(ch in value for ch in ',"\r\n') or value != value.strip():
         return '"' + value.replace('"', '""') + '"'
@@ -104,28 +105,31 @@ def encode_txt(table: Table) -> bytes:
 
 
 # -- json / jsonl -----------------------------------------------------------------------------------
+@lru_cache(maxsize=65536)  # categories repeat in every file of a repository
 def _json_quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _json_cells(column: Column) -> Cells:
-    return _cells(column, _json_quote, wrap='"')
+def _json_slot(column: Column) -> str:
+    """The template slot of a column: identifiers and timestamps are JSON strings that need no escaping."""
+    return "%s" if column.numeric or column.type == "categorical" else '"%s"'
 
 
 def encode_json(table: Table) -> bytes:
     """An array of records, laid out exactly as ``json.dumps(records, indent=2)`` would."""
-    fields = ",".join(f"\n    {_pct(json.dumps(n, ensure_ascii=False))}: %s" for n in table.names)
-    records = _render("  {" + fields + "\n  }", [_json_cells(c) for c in table.columns], ",\n")
+    fields = ",".join(f"\n    {_pct(json.dumps(c.name, ensure_ascii=False))}: {_json_slot(c)}" for c in table.columns)
+    records = _render("  {" + fields + "\n  }", [_cells(c, _json_quote) for c in table.columns], ",\n")
     return ("[\n" + records + "\n]\n").encode("utf-8")
 
 
 def encode_jsonl(table: Table) -> bytes:
     """One record per line, laid out as ``json.dumps(record)`` would."""
-    fields = ", ".join(f"{_pct(json.dumps(n, ensure_ascii=False))}: %s" for n in table.names)
-    return _lines(_render("{" + fields + "}", [_json_cells(c) for c in table.columns], "\n"))
+    fields = ", ".join(f"{_pct(json.dumps(c.name, ensure_ascii=False))}: {_json_slot(c)}" for c in table.columns)
+    return _lines(_render("{" + fields + "}", [_cells(c, _json_quote) for c in table.columns], "\n"))
 
 
 # -- log --------------------------------------------------------------------------------------------
+@lru_cache(maxsize=65536)  # categories repeat in every file of a repository
 def _log_quote(value: str) -> str:
     if value == "" or any(ch in value for ch in ' "\\=\t'):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -200,6 +204,7 @@ _FIXED_PARTS = (
 _SHEET = "xl/worksheets/sheet1.xml"
 
 
+@lru_cache(maxsize=65536)  # categories repeat in every file of a repository
 def _xml_escape(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 

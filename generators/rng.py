@@ -125,6 +125,25 @@ class Stream:
         """A stream independent of this one and of its other children."""
         return Stream(self.key, *parts)
 
+    def children(self, names: Sequence[str]) -> list[Stream]:
+        """``[self.child(name) for name in names]``, hashing the shared key prefix's bytes once."""
+        prefix = b"i" + str(self.key).encode("utf-8") + b"\x1f"
+        streams = []
+        for name in names:
+            digest = _KEY_HASH.copy()
+            digest.update(prefix + b"s" + name.encode("utf-8") + b"\x1f")
+            streams.append(Stream._keyed(int.from_bytes(digest.digest(), "little")))
+        return streams
+
+    @classmethod
+    def _keyed(cls, key: int) -> Stream:
+        """A fresh stream whose key is already derived."""
+        stream = cls.__new__(cls)
+        stream.key = key
+        stream._counter = 0
+        stream._uniforms = None
+        return stream
+
     # -- raw bits and uniforms -------------------------------------------------------------------
     def raw(self, n: int) -> npt.NDArray[np.uint64]:
         start = self._counter

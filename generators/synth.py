@@ -277,7 +277,7 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
     n = n_rows(spec, stream) if rows is None else rows
     env = placeholder_env(spec, values, n, plan.read)
     columns: list[Column] = []
-    subs = [stream.child(step.variable.column) for step in plan.steps]
+    subs = stream.children([step.variable.column for step in plan.steps])
     prefetch_uniforms(subs, [int(step.draws[0] * n) + step.draws[1] for step in plan.steps])
     for step, sub in zip(plan.steps, subs, strict=True):
         variable = step.variable
