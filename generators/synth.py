@@ -284,7 +284,8 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
         if variable.role == "identifier":
             # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
             start = sub.randint(10_000, 89_000)
-            ids = list(map(variable.prefix.__add__, map(str, range(start, start + n))))
+            prefix = variable.prefix
+            ids = [f"{prefix}{number}" for number in range(start, start + n)]
             columns.append(Column(variable.column, "string", np.array(ids, dtype=object), ids))
         elif variable.role == "datetime":
             seconds = _timestamps(spec, values, sub, n)
