@@ -117,14 +117,14 @@ def _json_slot(column: Column) -> str:
 
 def encode_json(table: Table) -> bytes:
     """An array of records, laid out exactly as ``json.dumps(records, indent=2)`` would."""
-    fields = ",".join(f"\n    {_pct(json.dumps(c.name, ensure_ascii=False))}: {_json_slot(c)}" for c in table.columns)
+    fields = ",".join(f"\n    {_pct(_json_quote(c.name))}: {_json_slot(c)}" for c in table.columns)
     records = _render("  {" + fields + "\n  }", [_cells(c, _json_quote) for c in table.columns], ",\n")
     return ("[\n" + records + "\n]\n").encode("utf-8")
 
 
 def encode_jsonl(table: Table) -> bytes:
     """One record per line, laid out as ``json.dumps(record)`` would."""
-    fields = ", ".join(f"{_pct(json.dumps(c.name, ensure_ascii=False))}: {_json_slot(c)}" for c in table.columns)
+    fields = ", ".join(f"{_pct(_json_quote(c.name))}: {_json_slot(c)}" for c in table.columns)
     return _lines(_render("{" + fields + "}", [_cells(c, _json_quote) for c in table.columns], "\n"))
 
 
