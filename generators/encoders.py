@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Callable
 from functools import lru_cache
 
-from generators.synth import Column, Table, measure_text
+from generators.synth import SMALL_INT_TEXT, Column, Table, measure_text
 
 Cells = list[str]
 
@@ -253,7 +253,8 @@ _SHEET_SUFFIX = "</sheetData></worksheet>"
 def _sheet_parts(table: Table) -> tuple[str, str, list[Cells], str]:
     """The worksheet as prefix + rows (a template filled with cells) + suffix."""
     header, row_template, last_letter = _sheet_layout(table.names, tuple(c.numeric for c in table.columns))
-    numbers = list(map(str, range(2, table.n_rows + 2)))
+    last = table.n_rows + 2
+    numbers = list(SMALL_INT_TEXT[2:last]) if last <= len(SMALL_INT_TEXT) else list(map(str, range(2, last)))
     # Each cell needs its row number next to its text: interleave (row, text) for every column.
     cells: list[Cells] = [numbers]
     for column in table.columns:

@@ -127,6 +127,17 @@ class Table:
         raise KeyError(name)
 
 
+# str(i) of small non-negative integers, looked up rather than written: counts and row numbers mostly are.
+SMALL_INT_TEXT = tuple(map(str, range(4096)))
+
+
+def integer_texts(ints: IntArray) -> list[str]:
+    """``[str(i) for i in ints]``."""
+    if ints.size and ints.min() >= 0 and ints.max() < len(SMALL_INT_TEXT):
+        return list(map(SMALL_INT_TEXT.__getitem__, ints.tolist()))
+    return list(map(str, ints.tolist()))
+
+
 def days_since(iso_day: str, start: str) -> float:
     return float((date.fromisoformat(iso_day) - date.fromisoformat(start)).days)
 
@@ -303,7 +314,7 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
             ints = np.asarray(sample_independent(variable, sub, n), dtype=np.int64)
             if step.read:
                 env[variable.column] = ints.astype(np.float64)
-            columns.append(Column(variable.column, "integer", ints, list(map(str, ints.tolist()))))
+            columns.append(Column(variable.column, "integer", ints, integer_texts(ints)))
         else:
             columns.append(_continuous(spec, plan, step, env, sub, n))
     return Table(tuple(columns), n)

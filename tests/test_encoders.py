@@ -177,6 +177,15 @@ def test_render_equals_one_percent_format_per_row(tokens: list[str], rows: int, 
     assert _render(template, cells, separator) == separator.join(template % row for row in zip(*cells, strict=True))
 
 
+def test_integer_texts_are_str_of_every_integer() -> None:
+    import numpy as np
+
+    from generators.synth import integer_texts
+
+    for ints in ([0, 1, 4095], [4096, 7], [-1, 3], [], list(range(300)), [2**62, -(2**62)]):
+        assert integer_texts(np.array(ints, dtype=np.int64)) == [str(i) for i in ints]
+
+
 def test_render_refuses_columns_of_other_lengths() -> None:
     from generators.encoders import _render
 
