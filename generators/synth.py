@@ -335,7 +335,6 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
     raw += 0.0  # no -0.0
     # The text is the value to `digits` significant figures; the value is that text parsed back, so
     # what every encoder writes and what the statistics see are the same double by construction.
-    rounded: FloatArray | None
     if n >= VECTOR_FORMAT_MIN_ROWS:
         text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
     elif step.read:
