@@ -5,21 +5,19 @@ every format. Rows follow one ``%s`` template per table; the whole body is assem
 assignments (template text, then each column's cells) and one ``join``, all in C: there is no Python loop
 per row, and no ``%`` formatting per row either.
 
-The xlsx writer is our own: a handful of fixed XML parts in a *stored* zip with fixed timestamps.
-XlsxWriter costs about 12 ms for a typical file because it works cell by cell in Python, and a stored
-zip keeps the bytes independent of the zlib build of the machine.
+The xlsx writer is our own: a handful of fixed XML parts in a *stored* zip with fixed timestamps
+(``generators.storedzip``). XlsxWriter costs about 12 ms for a typical file because it works cell by cell
+in Python, and a stored zip keeps the bytes independent of the zlib build of the machine.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import struct
-import zipfile
-import zlib
 from collections.abc import Callable
 from functools import lru_cache
 
+from generators.storedzip import StoredZip
 from generators.synth import SMALL_INT_TEXT, Column, Table, measure_text
 
 Cells = list[str]
@@ -144,7 +142,6 @@ def encode_log(table: Table) -> bytes:
 
 
 # -- xlsx -------------------------------------------------------------------------------------------
-_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _CONTENT_TYPES = (
     '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
     '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
@@ -202,6 +199,7 @@ _FIXED_PARTS = (
     ("xl/styles.xml", _STYLES),
 )
 _SHEET = "xl/worksheets/sheet1.xml"
+_XLSX_ZIP = StoredZip([(name, text.encode("utf-8")) for name, text in _FIXED_PARTS])
 
 
 @lru_cache(maxsize=65536)  # categories repeat in every file of a repository
@@ -269,94 +267,7 @@ def _sheet_xml(table: Table) -> str:
 
 def encode_xlsx(table: Table) -> bytes:
     """One sheet named ``data`` with a header row; byte-for-byte deterministic."""
-    sheet = _sheet_xml(table).encode("utf-8")
-    local, central = _zip_entry(_SHEET, sheet, _FIXED_ZIP_SIZE)
-    directory = _FIXED_ZIP_DIRECTORY + central
-    end = struct.pack(
-        _ZIP_END,
-        b"PK\x05\x06",
-        0,
-        0,
-        len(_FIXED_PARTS) + 1,
-        len(_FIXED_PARTS) + 1,
-        len(directory),
-        _FIXED_ZIP_SIZE + len(local) + len(sheet),
-        0,
-    )
-    return b"".join((_FIXED_ZIP_ENTRIES, local, sheet, directory, end))
-
-
-# A stored zip written as ``zipfile`` writes one from ``ZipInfo(name, date_time=_FIXED_TIME)`` with
-# ``create_system = 0`` and ``external_attr = 0o644 << 16`` into a seekable buffer (no data descriptors),
-# without its per-entry machinery: the fixed parts' entries are built once, only the sheet's per file.
-_ZIP_LOCAL = "<4s2B4HL2L2H"
-_ZIP_CENTRAL = "<4s4B4HL2L5H2L"
-_ZIP_END = "<4s4H2LH"
-_ZIP_VERSION = 20
-_DOS_TIME = _FIXED_TIME[3] << 11 | _FIXED_TIME[4] << 5 | _FIXED_TIME[5] // 2
-_DOS_DATE = (_FIXED_TIME[0] - 1980) << 9 | _FIXED_TIME[1] << 5 | _FIXED_TIME[2]
-
-
-def _zip_entry(name: str, data: bytes, offset: int) -> tuple[bytes, bytes]:
-    """The local header (the data follows it) and the central directory entry of a stored part at ``offset``."""
-    encoded = name.encode("ascii")  # our part names are ASCII: no UTF-8 flag
-    crc = zlib.crc32(data)
-    size = len(data)
-    local = struct.pack(
-        _ZIP_LOCAL,
-        b"PK\x03\x04",
-        _ZIP_VERSION,
-        0,
-        0,
-        zipfile.ZIP_STORED,
-        _DOS_TIME,
-        _DOS_DATE,
-        crc,
-        size,
-        size,
-        len(encoded),
-        0,
-    )
-    central = struct.pack(
-        _ZIP_CENTRAL,
-        b"PK\x01\x02",
-        _ZIP_VERSION,
-        0,
-        _ZIP_VERSION,
-        0,
-        0,
-        zipfile.ZIP_STORED,
-        _DOS_TIME,
-        _DOS_DATE,
-        crc,
-        size,
-        size,
-        len(encoded),
-        0,
-        0,
-        0,
-        0,
-        0o644 << 16,
-        offset,
-    )
-    return local + encoded, central + encoded
-
-
-def _fixed_zip_entries() -> tuple[bytes, bytes]:
-    entries: list[bytes] = []
-    directory: list[bytes] = []
-    offset = 0
-    for name, text in _FIXED_PARTS:
-        data = text.encode("utf-8")
-        local, central = _zip_entry(name, data, offset)
-        entries += [local, data]
-        directory.append(central)
-        offset += len(local) + len(data)
-    return b"".join(entries), b"".join(directory)
-
-
-_FIXED_ZIP_ENTRIES, _FIXED_ZIP_DIRECTORY = _fixed_zip_entries()
-_FIXED_ZIP_SIZE = len(_FIXED_ZIP_ENTRIES)
+    return _XLSX_ZIP.archive(_SHEET, _sheet_xml(table).encode("utf-8"))
 
 
 ENCODERS: dict[str, Callable[[Table], bytes]] = {
@@ -398,11 +309,6 @@ def _lines_size(rows: int, rows_size: int, header: str | None = None) -> int:
     return rows_size + newlines + (_utf8_size(header) + 1 if header is not None else 0)
 
 
-def _stored_zip_size(parts: list[tuple[str, int]]) -> int:
-    """A stored zip of small parts: local header (30) and central entry (46) per part, each with the name."""
-    return sum(30 + 46 + 2 * len(name.encode("utf-8")) + size for name, size in parts) + 22
-
-
 def _decimal_digits(low: int, high: int) -> int:
     """``len("".join(map(str, range(low, high))))`` for 0 <= low <= high."""
     total, width, start = 0, 1, 1
@@ -418,9 +324,6 @@ def _json_fields_size(names: tuple[str, ...], separator: str, indent: str) -> in
     return sum(_utf8_size(f"{indent}{json.dumps(name, ensure_ascii=False)}: ") for name in names) + _utf8_size(
         separator
     ) * max(len(names) - 1, 0)
-
-
-_FIXED_PARTS_SIZES = [(name, _utf8_size(text)) for name, text in _FIXED_PARTS]
 
 
 def encoded_size(table: Table, extension: str) -> int:
@@ -462,5 +365,5 @@ def encoded_size(table: Table, extension: str) -> int:
         cells = sum(_column_size(c, _xml_escape) for c in columns)
         rows = n * _template_size(row_template, 2 * len(columns) + 1) + numbers + cells
         sheet = _utf8_size(_sheet_prefix(header, last_letter, n)) + rows + _utf8_size(_SHEET_SUFFIX)
-        return _stored_zip_size([*_FIXED_PARTS_SIZES, (_SHEET, sheet)])
+        return _XLSX_ZIP.size(_SHEET, sheet)
     return len(encode(table, extension))

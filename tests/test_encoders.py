@@ -149,6 +149,24 @@ def _zipfile_archive(parts: list[tuple[str, str]]) -> bytes:
     return buffer.getvalue()
 
 
+@given(
+    st.lists(
+        st.tuples(st.from_regex(r"part/[a-z_/]{1,20}\.xml", fullmatch=True), st.text(max_size=300)),
+        max_size=4,
+        unique_by=lambda part: part[0],
+    ),
+    st.text(max_size=2000),
+)
+def test_stored_zip_is_byte_for_byte_what_zipfile_writes(fixed: list[tuple[str, str]], last: str) -> None:
+    from generators.storedzip import StoredZip
+
+    archive = StoredZip([(name, text.encode("utf-8")) for name, text in fixed])
+    data = last.encode("utf-8")
+    expected = _zipfile_archive([*fixed, ("last.xml", last)])
+    assert archive.archive("last.xml", data) == expected
+    assert archive.size("last.xml", len(data)) == len(expected)
+
+
 @pytest.mark.parametrize("seed", [118, 205, 7])
 def test_xlsx_archive_is_byte_for_byte_what_zipfile_writes(seed: int) -> None:
     from generators.encoders import _FIXED_PARTS, _SHEET, _sheet_xml, encoded_size
