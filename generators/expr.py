@@ -528,67 +528,114 @@ _UNARY_FUNCS: dict[str, Callable[[FloatArray], FloatArray]] = {
 }
 
 
+Evaluator = Callable[[Mapping[str, Column]], FloatArray]
+
+
 def evaluate(text: str, env: Mapping[str, Column], n: int) -> FloatArray:
     """Evaluate a (checked) expression over ``n`` rows; IEEE semantics, no warnings."""
-    tree = parse(text)
+    run = compiled(text)
     with np.errstate(all="ignore"):
-        result = _eval(tree, env, n)
+        result = run(env)
+    if isinstance(result, np.ndarray) and result.shape == (n,) and result.dtype == np.float64:
+        return result.copy()
     return np.broadcast_to(np.asarray(result, dtype=np.float64), (n,)).copy()
 
 
-def _eval(node: Node, env: Mapping[str, Column], n: int) -> FloatArray:
+@lru_cache(maxsize=4096)
+def compiled(text: str) -> Evaluator:
+    """The expression as nested closures over the environment: the tree is walked once, not once per file.
+
+    Every closure performs exactly the numpy operation the tree node names, on the same operands, so the
+    values are those of a direct walk of the tree.
+    """
+    return _compile(parse(text))
+
+
+def _compile(node: Node) -> Evaluator:
     match node:
         case Num(value=value):
-            return np.float64(value)  # type: ignore[return-value]
+            constant = np.float64(value)
+            return lambda env: constant  # type: ignore[return-value]
         case Name(id=name):
-            column = env[name]
-            assert not isinstance(column, Categorical)
-            return column
+            return lambda env: env[name]  # type: ignore[return-value]
         case Unary(op="-", operand=operand):
-            return -_eval(operand, env, n)
+            negated = _compile(operand)
+            return lambda env: -negated(env)
         case Unary(op="+", operand=operand):
-            return _eval(operand, env, n)
+            return _compile(operand)
         case Unary(op="not", operand=operand):
-            return _as_float(_eval(operand, env, n) == 0)
+            inner = _compile(operand)
+            return lambda env: _as_float(inner(env) == 0)
         case Binary(op=op, left=left, right=right) if op in ("==", "!=") and (
             isinstance(left, Str) or isinstance(right, Str)
         ):
             var, literal = (left, right) if isinstance(left, Name) else (right, left)
             assert isinstance(var, Name) and isinstance(literal, Str)
-            column = env[var.id]
-            assert isinstance(column, Categorical)
-            equal = column.codes == column.categories.index(literal.value)
-            result: FloatArray = (equal if op == "==" else ~equal).astype(np.float64)
-            return result
+            return _compile_category_test(var.id, literal.value, op == "==")
         case Binary(op=op, left=left, right=right):
-            return _BINARY[op](_eval(left, env, n), _eval(right, env, n))
+            binary, first, second = _BINARY[op], _compile(left), _compile(right)
+            return lambda env: binary(first(env), second(env))
         case Call(func=func, args=args):
-            values = [_eval(arg, env, n) for arg in args]
-            if func in _UNARY_FUNCS:
-                return _UNARY_FUNCS[func](values[0])
-            if func == "sigmoid":
-                return 1.0 / (1.0 + np.exp(-values[0]))
-            if func == "pow":
-                return np.power(values[0], values[1])
-            if func == "min":
-                return _reduce(np.minimum, values)
-            if func == "max":
-                return _reduce(np.maximum, values)
-            if func == "clamp":
-                return np.minimum(np.maximum(values[0], values[1]), values[2])
-            if func == "where":
-                return np.where(values[0] != 0, values[1], values[2])
-            raise ExpressionError(f"unknown function {func!r}")
+            return _compile_call(func, tuple(_compile(arg) for arg in args))
         case Lookup(var=var, table=table, default=default):
-            column = env[var]
-            assert isinstance(column, Categorical)
-            mapping = dict(table)
-            fallback = math.nan if default is None else default
-            per_code = np.array([mapping.get(c, fallback) for c in column.categories], dtype=np.float64)
-            return per_code[column.codes]
+            return _compile_lookup(var, dict(table), math.nan if default is None else default)
         case Str():
-            raise ExpressionError("a bare string cannot be evaluated")
-    raise ExpressionError(f"cannot evaluate {node!r}")
+            return _raiser("a bare string cannot be evaluated")
+    return _raiser(f"cannot evaluate {node!r}")
+
+
+def _raiser(message: str) -> Evaluator:
+    def run(env: Mapping[str, Column]) -> FloatArray:
+        raise ExpressionError(message)
+
+    return run
+
+
+def _compile_category_test(name: str, value: str, equal_wanted: bool) -> Evaluator:
+    def run(env: Mapping[str, Column]) -> FloatArray:
+        column = env[name]
+        assert isinstance(column, Categorical)
+        equal = column.codes == column.categories.index(value)
+        result: FloatArray = (equal if equal_wanted else ~equal).astype(np.float64)
+        return result
+
+    return run
+
+
+def _compile_call(func: str, args: tuple[Evaluator, ...]) -> Evaluator:
+    if func in _UNARY_FUNCS:
+        unary, arg = _UNARY_FUNCS[func], args[0]
+        return lambda env: unary(arg(env))
+    if func == "sigmoid":
+        return lambda env: 1.0 / (1.0 + np.exp(-args[0](env)))
+    if func == "pow":
+        return lambda env: np.power(args[0](env), args[1](env))
+    if func == "min":
+        return lambda env: _reduce(np.minimum, [arg(env) for arg in args])
+    if func == "max":
+        return lambda env: _reduce(np.maximum, [arg(env) for arg in args])
+    if func == "clamp":
+        return lambda env: np.minimum(np.maximum(args[0](env), args[1](env)), args[2](env))
+    if func == "where":
+        return lambda env: np.where(args[0](env) != 0, args[1](env), args[2](env))
+    return _raiser(f"unknown function {func!r}")
+
+
+def _compile_lookup(name: str, mapping: dict[str, float], fallback: float) -> Evaluator:
+    # The number of every category, per category list (one list per variable: computed once).
+    per_categories: dict[tuple[str, ...], FloatArray] = {}
+
+    def run(env: Mapping[str, Column]) -> FloatArray:
+        column = env[name]
+        assert isinstance(column, Categorical)
+        per_code = per_categories.get(column.categories)
+        if per_code is None:
+            per_code = np.array([mapping.get(c, fallback) for c in column.categories], dtype=np.float64)
+            per_categories[column.categories] = per_code
+        result: FloatArray = per_code[column.codes]
+        return result
+
+    return run
 
 
 def _reduce(op: Callable[[FloatArray, FloatArray], FloatArray], values: Sequence[FloatArray]) -> FloatArray:

@@ -15,7 +15,7 @@ from functools import cached_property
 from generators.encoders import encode, encoded_size
 from generators.paths import README_NAME, Entry, Tree
 from generators.spec import Spec
-from generators.synth import Table, synthesize
+from generators.synth import Table, measure_text, synthesize
 
 MAX_SEED = 2**63 - 1
 
@@ -95,6 +95,33 @@ class Repository:
         if parts == [README_NAME] and self.has_readme:
             return len(self.readme)
         return encoded_size(self.table(path), self.spec.extension)
+
+    def sizes(self, paths: builtins.list[str]) -> builtins.list[int | Exception]:
+        """``size`` of every path, or the exception it raised; the data files' sizes counted together.
+
+        Cheaper per file than ``size`` one by one: the text of continuous columns is measured in one
+        whole-array pass over all the tables (``encoded_sizes``) instead of being written per column.
+        """
+        results: builtins.list[int | Exception] = []
+        tables: builtins.list[Table] = []
+        slots: builtins.list[int] = []
+        for path in paths:
+            try:
+                if split_path(path) == [README_NAME] and self.has_readme:
+                    results.append(len(self.readme))
+                    continue
+                tables.append(self.table(path))
+                slots.append(len(results))
+                results.append(-1)
+            except Exception as exc:  # the caller decides what a failed path means
+                results.append(exc)
+        measure_text(tables)
+        for slot, table in zip(slots, tables, strict=True):
+            try:
+                results[slot] = encoded_size(table, self.spec.extension)
+            except Exception as exc:
+                results[slot] = exc
+        return results
 
     def file_paths(self) -> builtins.list[str]:
         """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""

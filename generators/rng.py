@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -26,53 +28,138 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_53 = float(2**53)
 _MASK = 2**64 - 1
 _GOLDEN_INT, _MIX1_INT, _MIX2_INT = int(_GOLDEN), int(_MIX1), int(_MIX2)
+_SHIFT11, _SHIFT27, _SHIFT30, _SHIFT31 = np.uint64(11), np.uint64(27), np.uint64(30), np.uint64(31)
+_KEY_HASH = hashlib.blake2b(digest_size=8, person=b"sgfs-rng")
 # A discrete table is cut where the remaining tail mass is far below one double's resolution.
 _TABLE_SDS = 14.0
 
 
 def derive_key(*parts: int | str) -> int:
     """A 64-bit key from integers and strings, stable across processes and machines."""
-    digest = hashlib.blake2b(digest_size=8, person=b"sgfs-rng")
+    digest = _KEY_HASH.copy()  # cheaper than a new hash object; one update of all parts hashes the same bytes
+    encoded: list[bytes] = []
     for part in parts:
         if not isinstance(part, int | str):
             raise TypeError(f"key parts must be int or str, not {type(part).__name__}")
         tag = b"i" if isinstance(part, int) else b"s"
-        digest.update(tag + str(part).encode("utf-8") + b"\x1f")
+        encoded.append(tag + str(part).encode("utf-8") + b"\x1f")
+    digest.update(b"".join(encoded))
     return int.from_bytes(digest.digest(), "little")
 
 
-def _splitmix(counter: npt.NDArray[np.uint64], key: np.uint64) -> npt.NDArray[np.uint64]:
-    z = counter * _GOLDEN + key
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+# Up to this many uniforms are drawn with Python integers (``random``), which give the same doubles.
+_SCALAR_DRAWS = 4
+# ``(i + 1) * _GOLDEN`` for i < len: counter ``start + i + 1`` times the constant is this plus ``start * _GOLDEN``
+# (mod 2**64), so a draw needs one addition instead of an ``arange`` and a multiplication.
+_counter_steps: npt.NDArray[np.uint64] = np.arange(1, 1025, dtype=np.uint64) * _GOLDEN
+
+
+def _steps(n: int) -> npt.NDArray[np.uint64]:
+    global _counter_steps
+    if n > _counter_steps.size:
+        size = 1 << (n - 1).bit_length()
+        _counter_steps = np.arange(1, size + 1, dtype=np.uint64) * _GOLDEN
+    return _counter_steps[:n]
+
+
+def _splitmix(start: int, n: int, key: int) -> npt.NDArray[np.uint64]:
+    """SplitMix64 of the counters ``start + 1 … start + n`` under ``key``."""
+    return _mix(_steps(n) + np.uint64((start * _GOLDEN_INT + key) & _MASK))
+
+
+def _mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's finaliser of ``counter * golden + key``, in place."""
+    shifted = np.empty_like(z)
+    np.right_shift(z, _SHIFT30, out=shifted)
+    z ^= shifted
+    z *= _MIX1
+    np.right_shift(z, _SHIFT27, out=shifted)
+    z ^= shifted
+    z *= _MIX2
+    np.right_shift(z, _SHIFT31, out=shifted)
+    z ^= shifted
+    return z
+
+
+def prefetch_uniforms(streams: Sequence[Stream], counts: Sequence[int]) -> None:
+    """Compute the next ``counts[i]`` uniforms of every fresh stream ``streams[i]`` in one pass over all of them.
+
+    A draw is a function of the stream's key and counter only, so computing it ahead, for many streams at
+    once, gives the very doubles ``uniform`` would: it only saves numpy's per-call overhead. Streams that
+    already drew, and zero counts, are left alone; draws past a stream's prefetched ones are computed as usual.
+    """
+    chosen = [(s, c) for s, c in zip(streams, counts, strict=True) if c > 0 and s._counter == 0]
+    if not chosen:
+        return
+    sizes = [c for _, c in chosen]
+    steps = np.concatenate([_steps(c) for c in sizes])
+    keys = np.repeat(np.array([s.key for s, _ in chosen], dtype=np.uint64), sizes)
+    doubles = _uniforms_of(_mix(steps + keys))
+    start = 0
+    for stream, count in chosen:
+        stream._uniforms = doubles[start : start + count]
+        start += count
+
+
+def _uniforms_of(bits: npt.NDArray[np.uint64]) -> FloatArray:
+    """The top 53 bits as a double in (0, 1): ``((bits >> 11) + 0.5) / 2**53``; ``bits`` is overwritten."""
+    bits >>= _SHIFT11
+    doubles = bits.astype(np.float64)
+    doubles += 0.5
+    doubles /= _TWO_POW_53
+    return doubles
 
 
 class Stream:
     """An independent, reproducible stream of random numbers named by its key parts."""
 
-    __slots__ = ("_counter", "_key", "key")
+    __slots__ = ("_counter", "_uniforms", "key")
 
     def __init__(self, *parts: int | str) -> None:
         self.key = derive_key(*parts)
-        self._key = np.uint64(self.key)
         self._counter = 0
+        # uniform() of counters 1 … len, computed ahead by ``prefetch_uniforms`` (values depend on the counter only).
+        self._uniforms: FloatArray | None = None
 
     def child(self, *parts: int | str) -> Stream:
         """A stream independent of this one and of its other children."""
         return Stream(self.key, *parts)
 
+    def children(self, names: Sequence[str]) -> list[Stream]:
+        """``[self.child(name) for name in names]``, hashing the shared key prefix's bytes once."""
+        prefix = b"i" + str(self.key).encode("utf-8") + b"\x1f"
+        streams = []
+        for name in names:
+            digest = _KEY_HASH.copy()
+            digest.update(prefix + b"s" + name.encode("utf-8") + b"\x1f")
+            streams.append(Stream._keyed(int.from_bytes(digest.digest(), "little")))
+        return streams
+
+    @classmethod
+    def _keyed(cls, key: int) -> Stream:
+        """A fresh stream whose key is already derived."""
+        stream = cls.__new__(cls)
+        stream.key = key
+        stream._counter = 0
+        stream._uniforms = None
+        return stream
+
     # -- raw bits and uniforms -------------------------------------------------------------------
     def raw(self, n: int) -> npt.NDArray[np.uint64]:
         start = self._counter
         self._counter += n
-        counter = np.arange(start + 1, start + n + 1, dtype=np.uint64)
-        return _splitmix(counter, self._key)
+        return _splitmix(start, n, self.key)
 
     def uniform(self, n: int) -> FloatArray:
         """Doubles in the open interval (0, 1)."""
-        bits = self.raw(n) >> np.uint64(11)
-        return (bits.astype(np.float64) + 0.5) / _TWO_POW_53
+        start = self._counter
+        ahead = self._uniforms
+        if ahead is not None and start + n <= ahead.size:
+            self._counter = start + n
+            return ahead[start : start + n].copy()
+        if n <= _SCALAR_DRAWS:  # a few draws: Python integers cost less than numpy's per-call overhead
+            return np.array([self.random() for _ in range(n)], dtype=np.float64)
+        return _uniforms_of(self.raw(n))
 
     def uniform_range(self, low: float, high: float, n: int) -> FloatArray:
         return low + (high - low) * self.uniform(n)
@@ -133,8 +220,17 @@ class Stream:
     def normal(self, mean: float, sd: float, n: int) -> FloatArray:
         """Box–Muller, keeping the cosine branch only, so one draw costs two uniforms."""
         u = self.uniform(2 * n)
-        radius = np.sqrt(-2.0 * np.log(u[:n]))
-        return mean + sd * radius * np.cos(2.0 * math.pi * u[n:])
+        # In place, the same operations in the same order as ``mean + sd * sqrt(-2 log u1) * cos(2 pi u2)``.
+        radius = np.log(u[:n])
+        radius *= -2.0
+        np.sqrt(radius, out=radius)
+        radius *= sd
+        angle = u[n:]
+        angle *= 2.0 * math.pi
+        np.cos(angle, out=angle)
+        radius *= angle
+        radius += mean
+        return radius
 
     def exponential(self, scale: float, n: int) -> FloatArray:
         return -scale * np.log(self.uniform(n))
@@ -150,16 +246,17 @@ class Stream:
         c = 1.0 / math.sqrt(9.0 * d)
         out = np.empty(n, dtype=np.float64)
         pending = np.arange(n)
-        while pending.size:
-            m = pending.size
-            x = self.normal(0.0, 1.0, m)
-            u = self.uniform(m)
-            v = (1.0 + c * x) ** 3
-            with np.errstate(invalid="ignore", divide="ignore"):
-                log_v = np.log(np.where(v > 0, v, 1.0))
-            ok = (v > 0) & (np.log(u) < 0.5 * x * x + d - d * v + d * log_v)
-            out[pending[ok]] = d * v[ok]
-            pending = pending[~ok]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            while pending.size:
+                m = pending.size
+                x = self.normal(0.0, 1.0, m)
+                u = self.uniform(m)
+                v = (1.0 + c * x) ** 3
+                positive = v > 0
+                log_v = np.log(np.where(positive, v, 1.0))
+                ok = positive & (np.log(u) < 0.5 * x * x + d - d * v + d * log_v)
+                out[pending[ok]] = d * v[ok]
+                pending = pending[~ok]
         return out
 
     def beta(self, a: float, b: float, n: int) -> FloatArray:
@@ -170,10 +267,7 @@ class Stream:
     # -- discrete transforms ----------------------------------------------------------------------
     def categorical(self, probs: FloatArray, n: int) -> IntArray:
         """Indices drawn with the given (not necessarily normalised) weights."""
-        cdf = np.cumsum(probs, dtype=np.float64)
-        draws = self.uniform(n) * cdf[-1]
-        idx: IntArray = np.minimum(np.searchsorted(cdf, draws, side="right"), len(probs) - 1).astype(np.int64)
-        return idx
+        return self.from_cdf(np.cumsum(probs, dtype=np.float64), n)
 
     def bernoulli(self, p: float, n: int) -> IntArray:
         return (self.uniform(n) < p).astype(np.int64)
@@ -186,16 +280,17 @@ class Stream:
         return np.maximum(k, 1).astype(np.int64)
 
     def poisson(self, lam: float, n: int) -> IntArray:
-        return self._from_table(_poisson_table(lam), n)
+        return self.from_cdf(_poisson_table(lam), n)
 
     def binomial(self, trials: int, p: float, n: int) -> IntArray:
-        return self._from_table(_binomial_table(trials, p), n)
+        return self.from_cdf(_binomial_table(trials, p), n)
 
     def negative_binomial(self, r: int, p: float, n: int) -> IntArray:
         """Failures before the r-th success: support 0, 1, 2, …"""
-        return self._from_table(_negative_binomial_table(r, p), n)
+        return self.from_cdf(_negative_binomial_table(r, p), n)
 
-    def _from_table(self, cdf: FloatArray, n: int) -> IntArray:
+    def from_cdf(self, cdf: FloatArray, n: int) -> IntArray:
+        """Indices drawn with the weights whose running sums are ``cdf`` (``categorical`` of the weights)."""
         drawn = np.searchsorted(cdf, self.uniform(n) * cdf[-1], side="right")
         idx: IntArray = np.minimum(drawn, len(cdf) - 1).astype(np.int64)
         return idx
@@ -205,18 +300,22 @@ def _cdf_from_log_ratios(log_p0: float, log_ratios: FloatArray) -> FloatArray:
     """Cumulative table from log P(0) and log P(k+1)/P(k), computed in log space against underflow."""
     log_pmf = np.concatenate(([log_p0], log_p0 + np.cumsum(log_ratios)))
     pmf = np.exp(log_pmf - log_pmf.max())
-    return np.cumsum(pmf)
+    cdf = np.cumsum(pmf)
+    cdf.flags.writeable = False  # tables are cached and shared
+    return cdf
 
 
 def _support_end(mean: float, var: float) -> int:
     return math.ceil(mean + _TABLE_SDS * math.sqrt(var) + 20)
 
 
+@lru_cache(maxsize=1024, typed=True)
 def _poisson_table(lam: float) -> FloatArray:
     k = np.arange(_support_end(lam, lam), dtype=np.float64)
     return _cdf_from_log_ratios(-lam, np.log(lam / (k + 1.0)))
 
 
+@lru_cache(maxsize=1024, typed=True)
 def _binomial_table(trials: int, p: float) -> FloatArray:
     if p <= 0.0:
         return np.ones(1)
@@ -227,6 +326,7 @@ def _binomial_table(trials: int, p: float) -> FloatArray:
     return _cdf_from_log_ratios(trials * math.log1p(-p), log_ratios)
 
 
+@lru_cache(maxsize=1024, typed=True)
 def _negative_binomial_table(r: int, p: float) -> FloatArray:
     mean = r * (1.0 - p) / p
     var = mean / p

@@ -9,6 +9,7 @@ reads back.
 from __future__ import annotations
 
 import math
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -16,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from generators import expr, numfmt
-from generators.rng import Stream
+from generators.rng import Stream, prefetch_uniforms
 from generators.spec import Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
@@ -30,18 +31,84 @@ _EPOCH = date(1970, 1, 1)
 VECTOR_FORMAT_MIN_ROWS = 2048
 
 
-@dataclass(frozen=True)
 class Column:
-    """One column: typed values (for statistics) and their text (for every encoder)."""
+    """One column: typed values (for statistics) and their text (for every encoder).
 
-    name: str
-    type: str  # string / datetime / categorical / integer / continuous
-    values: npt.NDArray[np.generic]  # str objects, int64 seconds, category strings, int64, float64
-    text: list[str]
+    A continuous column that no expression reads may be *deferred*: it keeps the clipped doubles and writes
+    their text (``%.{digits}g``) on first use of ``text``; its values are that text parsed back. Sizes need
+    only the byte count of the text, which ``measure_text`` computes for many deferred columns at once
+    without writing any text (``numfmt.text_lengths``).
+    """
+
+    __slots__ = ("_digits", "_raw", "_text", "_text_bytes", "_values", "name", "type")
+
+    def __init__(self, name: str, type: str, values: npt.NDArray[np.generic] | None, text: list[str]) -> None:
+        self.name = name
+        self.type = type  # string / datetime / categorical / integer / continuous
+        self._values = values  # str objects, int64 seconds, category strings, int64, float64; None: parse text
+        self._text: list[str] | None = text
+        self._raw: FloatArray | None = None
+        self._digits = 0
+        self._text_bytes = -1
+
+    @classmethod
+    def deferred(cls, name: str, raw: FloatArray, digits: int) -> Column:
+        """A continuous column of ``raw`` (clipped, no -0.0) to be written with ``digits`` significant digits."""
+        column = cls(name, "continuous", None, [])
+        column._text, column._raw, column._digits = None, raw, digits
+        return column
+
+    @property
+    def text(self) -> list[str]:
+        if self._text is None:
+            assert self._raw is not None
+            self._text = list(map(f"%.{self._digits}g".__mod__, self._raw.tolist()))
+        return self._text
+
+    @property
+    def values(self) -> npt.NDArray[np.generic]:
+        if self._values is None:
+            self._values = np.array(self.text, dtype=np.float64)
+        return self._values
 
     @property
     def numeric(self) -> bool:
         return self.type in ("integer", "continuous")
+
+    def text_bytes(self) -> int:
+        """UTF-8 bytes of all cells' text together (``len("".join(text).encode())``)."""
+        if self._text_bytes < 0:
+            joined = "".join(self.text)
+            self._text_bytes = len(joined) if joined.isascii() else len(joined.encode("utf-8"))
+        return self._text_bytes
+
+    def __repr__(self) -> str:
+        return f"Column(name={self.name!r}, type={self.type!r})"
+
+
+# numfmt's lengths beat writing the text with Python from about this many values in one call.
+VECTOR_LENGTHS_MIN_VALUES = 512
+
+
+def measure_text(tables: Sequence[Table]) -> None:
+    """Count the text bytes of every deferred column of ``tables`` in one whole-array pass, writing no text.
+
+    Exact: ``numfmt.text_lengths`` is ``len("%.{p}g" % v)`` for every value. Too few values for the pass
+    to pay are left to ``Column.text_bytes``.
+    """
+    pending: dict[int, list[Column]] = {}
+    for table in tables:
+        for column in table.columns:
+            if column._raw is not None and column._text is None and column._text_bytes < 0:
+                pending.setdefault(column._digits, []).append(column)
+    for digits, columns in pending.items():
+        raws = [c._raw for c in columns if c._raw is not None]
+        if sum(r.size for r in raws) < VECTOR_LENGTHS_MIN_VALUES or not all(r.size for r in raws):
+            continue
+        lengths = numfmt.text_lengths(np.concatenate(raws), digits)
+        starts = np.cumsum([0, *(r.size for r in raws[:-1])])
+        for column, total in zip(columns, np.add.reduceat(lengths, starts).tolist(), strict=True):
+            column._text_bytes = int(total)
 
 
 @dataclass(frozen=True)
@@ -60,6 +127,17 @@ class Table:
         raise KeyError(name)
 
 
+# str(i) of small non-negative integers, looked up rather than written: counts and row numbers mostly are.
+SMALL_INT_TEXT = tuple(map(str, range(4096)))
+
+
+def integer_texts(ints: IntArray) -> list[str]:
+    """``[str(i) for i in ints]``."""
+    if ints.size and ints.min() >= 0 and ints.max() < len(SMALL_INT_TEXT):
+        return list(map(SMALL_INT_TEXT.__getitem__, ints.tolist()))
+    return list(map(str, ints.tolist()))
+
+
 def days_since(iso_day: str, start: str) -> float:
     return float((date.fromisoformat(iso_day) - date.fromisoformat(start)).days)
 
@@ -74,10 +152,14 @@ def n_rows(spec: Spec, stream: Stream) -> int:
     return int(min(max(math.floor(drawn + 0.5), p.rows_min), p.rows_max))
 
 
-def placeholder_env(spec: Spec, values: dict[str, str | int | float], n: int) -> dict[str, expr.Column]:
-    """Path placeholders as expression inputs: constant columns of the file's values."""
+def placeholder_env(
+    spec: Spec, values: dict[str, str | int | float], n: int, names: Container[str] | None = None
+) -> dict[str, expr.Column]:
+    """Path placeholders as expression inputs: constant columns of the file's values (only ``names`` if given)."""
     env: dict[str, expr.Column] = {}
     for name, value in values.items():
+        if names is not None and name not in names:
+            continue
         if name == "researcher":
             env[name] = expr.Categorical(
                 np.full(n, spec.researchers.index(str(value)), dtype=np.int64), spec.researchers
@@ -121,53 +203,147 @@ def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray
     raise ValueError(f"unknown distribution {kind!r}")
 
 
+@dataclass(frozen=True)
+class _Step:
+    """How one column is drawn: what depends only on the spec, prepared once per spec."""
+
+    variable: Variable
+    read: bool  # some expression reads this column: its values go into the expression environment
+    cdf: FloatArray  # categorical: cumulative weights
+    labels: npt.NDArray[np.object_]  # categorical: the category strings, indexed by code
+    low: float  # continuous: clip bounds
+    high: float
+    draws: tuple[float, int]  # about how many uniforms the column draws for n rows: draws[0] * n + draws[1]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    steps: tuple[_Step, ...]
+    read: frozenset[str]  # every name some expression reads
+    number_format: str
+
+
+_plans: dict[int, tuple[Spec, _Plan]] = {}
+_MAX_PLANS = 64
+
+
+def _plan(spec: Spec) -> _Plan:
+    """The spec's plan, memoised by identity (specs are immutable; the entry keeps its spec alive)."""
+    cached = _plans.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    read: set[str] = set()
+    for variable in spec.variables:
+        if variable.expression is not None:
+            read |= expr.names_used(expr.parse(variable.expression))
+    steps = []
+    empty = np.zeros(0)
+    for variable in spec.variables:
+        low, high = variable.bounds
+        categorical = variable.role not in ("identifier", "datetime") and variable.type == "categorical"
+        steps.append(
+            _Step(
+                variable,
+                variable.column in read,
+                np.cumsum(np.asarray(variable.probs, dtype=np.float64)) if categorical else empty,
+                np.array(variable.categories, dtype=object),
+                -1e15 if low is None else low,
+                1e15 if high is None else high,
+                _draws(variable),
+            )
+        )
+    plan = _Plan(tuple(steps), frozenset(read), f"%.{spec.params.sig_digits}g")
+    if len(_plans) >= _MAX_PLANS:
+        _plans.clear()
+    _plans[id(spec)] = (spec, plan)
+    return plan
+
+
+def _gamma_draws(shape: float) -> float:
+    # Marsaglia-Tsang: a normal (2 uniforms) and a uniform per try, a few percent of tries rejected;
+    # below shape 1 one more uniform per value.
+    return 3.3 + (1.0 if shape < 1.0 else 0.0)
+
+
+def _draws(variable: Variable) -> tuple[float, int]:
+    """How many uniforms a column draws, about: those are computed ahead, in one pass for the whole file."""
+    if variable.role == "identifier":
+        return (0.0, 0)  # one scalar draw
+    if variable.role == "dependent":
+        return (2.0, 0)  # the noise: one normal
+    distribution = variable.distribution
+    if distribution is None:
+        return (1.0, 0)  # datetime offsets, categorical codes
+    if distribution.kind == "normal":
+        return (2.0, 0)
+    if distribution.kind == "beta":
+        return (_gamma_draws(distribution.params["a"]) + _gamma_draws(distribution.params["b"]), 64)
+    return (1.0, 0)
+
+
 def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows: int | None = None) -> Table:
     """The table of the data file at ``path`` whose placeholders take ``values``."""
+    plan = _plan(spec)
     stream = Stream(spec.seed, "file", path)
     n = n_rows(spec, stream) if rows is None else rows
-    env = placeholder_env(spec, values, n)
+    env = placeholder_env(spec, values, n, plan.read)
     columns: list[Column] = []
-    number_format = f"%.{spec.params.sig_digits}g"
-    for variable in spec.variables:
-        sub = stream.child(variable.column)
+    subs = stream.children([step.variable.column for step in plan.steps])
+    prefetch_uniforms(subs, [int(step.draws[0] * n) + step.draws[1] for step in plan.steps])
+    for step, sub in zip(plan.steps, subs, strict=True):
+        variable = step.variable
         if variable.role == "identifier":
             # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
             start = sub.randint(10_000, 89_000)
-            ids = np.strings.add(variable.prefix, np.arange(start, start + n).astype(str)).astype(object)
-            columns.append(Column(variable.column, "string", ids, ids.tolist()))
+            prefix = variable.prefix
+            ids = [f"{prefix}{number}" for number in range(start, start + n)]
+            columns.append(Column(variable.column, "string", np.array(ids, dtype=object), ids))
         elif variable.role == "datetime":
             seconds = _timestamps(spec, values, sub, n)
-            env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
+            if step.read:
+                env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="s").tolist()
             columns.append(Column(variable.column, "datetime", seconds, text))
         elif variable.type == "categorical":
-            codes = sub.categorical(np.asarray(variable.probs, dtype=np.float64), n)
-            env[variable.column] = expr.Categorical(codes, variable.categories)
-            labels = np.array(variable.categories, dtype=object)[codes]
+            codes = sub.from_cdf(step.cdf, n)
+            if step.read:
+                env[variable.column] = expr.Categorical(codes, variable.categories)
+            labels = step.labels[codes]
             columns.append(Column(variable.column, "categorical", labels, labels.tolist()))
         elif variable.type == "integer":
             ints = np.asarray(sample_independent(variable, sub, n), dtype=np.int64)
-            env[variable.column] = ints.astype(np.float64)
-            columns.append(Column(variable.column, "integer", ints, list(map(str, ints.tolist()))))
+            if step.read:
+                env[variable.column] = ints.astype(np.float64)
+            columns.append(Column(variable.column, "integer", ints, integer_texts(ints)))
         else:
-            if variable.role == "dependent":
-                assert variable.expression is not None
-                raw = expr.evaluate(variable.expression, env, n) + sub.normal(0.0, variable.noise_sd, n)
-            else:
-                raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
-            low, high = variable.bounds
-            raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
-            raw = np.clip(raw, -1e15 if low is None else low, 1e15 if high is None else high) + 0.0  # no -0.0
-            # The text is the value to `digits` significant figures; the value is that text parsed back, so
-            # what every encoder writes and what the statistics see are the same double by construction.
-            if n >= VECTOR_FORMAT_MIN_ROWS:
-                text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
-            else:
-                text = list(map(number_format.__mod__, raw.tolist()))
-                rounded = np.array(text, dtype=np.float64)
-            env[variable.column] = rounded
-            columns.append(Column(variable.column, "continuous", rounded, text))
+            columns.append(_continuous(spec, plan, step, env, sub, n))
     return Table(tuple(columns), n)
+
+
+def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column], sub: Stream, n: int) -> Column:
+    variable = step.variable
+    if variable.role == "dependent":
+        assert variable.expression is not None
+        raw = expr.evaluate(variable.expression, env, n)
+        raw += sub.normal(0.0, variable.noise_sd, n)
+    else:
+        raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
+    if np.isfinite(raw).all():  # nan_to_num would change nothing
+        np.clip(raw, step.low, step.high, out=raw)
+    else:
+        raw = np.clip(np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15), step.low, step.high)
+    raw += 0.0  # no -0.0
+    # The text is the value to `digits` significant figures; the value is that text parsed back, so
+    # what every encoder writes and what the statistics see are the same double by construction.
+    if n >= VECTOR_FORMAT_MIN_ROWS:
+        text, rounded = numfmt.round_g(raw, spec.params.sig_digits)
+    elif step.read:
+        text = list(map(plan.number_format.__mod__, raw.tolist()))
+        rounded = np.array(text, dtype=np.float64)
+    else:  # nothing reads it here: the text is written when (and if) an encoder asks for it
+        return Column.deferred(variable.column, raw, spec.params.sig_digits)
+    env[variable.column] = rounded
+    return Column(variable.column, "continuous", rounded, text)
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:

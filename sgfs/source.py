@@ -40,7 +40,7 @@ DEFAULT_MEMO_ENTRIES = 1_000_000
 # Listing a directory prefetches up to this many files below it (its own, then those of its subdirectories,
 # one level down: listing those continues), in batches of PREFETCH_BATCH files per pool task.
 PREFETCH_FILES = 64
-PREFETCH_BATCH = 4
+PREFETCH_BATCH = 8  # fewer, larger pool tasks: less IPC per file, and sizes measured together (Repository.sizes)
 
 
 class GenerationError(Exception):

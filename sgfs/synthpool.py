@@ -1,6 +1,7 @@
 """Cold work spread over processes: synthesise batches of files of one repository in a pool sized to the cores.
 
-Workers rebuild the repository from its spec (sent once per batch: spec packs included), synthesise every
+Workers rebuild the repository from its spec (sent pickled with every batch, pickled once per repository in the
+parent and unpickled only by a worker that does not hold that repository yet), synthesise every
 path of the batch with the same code as the daemon, store each file in the disk cache when one is
 configured, and send back the sizes and the contents the disk cache did not keep. Bytes are identical to
 in-process synthesis by construction: same functions, same inputs.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ class Synthesised:
     error: str = ""
 
 
+_MAX_PICKLED_SPECS = 64
 _disks: dict[tuple[str, int], DiskCache] = {}
 _repositories: dict[str, Repository] = {}
 
@@ -38,7 +41,11 @@ def _start_worker() -> None:
 
 
 def _synthesise(
-    repo_key: str, spec: Spec, paths: Sequence[str], disk_place: tuple[str, int] | None, sizes_only: bool = False
+    repo_key: str,
+    pickled_spec: bytes,
+    paths: Sequence[str],
+    disk_place: tuple[str, int] | None,
+    sizes_only: bool = False,
 ) -> list[Synthesised]:
     _disk = None
     if disk_place is not None:
@@ -49,13 +56,18 @@ def _synthesise(
     if repo is None:
         if len(_repositories) >= 8:
             _repositories.clear()
+        spec: Spec = pickle.loads(pickled_spec)  # only here: a known repository skips the unpickling
         repo = _repositories[repo_key] = Repository(spec)
     results: list[Synthesised] = []
+    if sizes_only:  # exact sizes from the cell texts, the whole batch measured together; no file is assembled
+        for path, size in zip(paths, repo.sizes(list(paths)), strict=True):
+            if isinstance(size, Exception):
+                results.append(Synthesised(path, -1, None, f"{type(size).__name__}: {size}"))
+            else:
+                results.append(Synthesised(path, size, None))
+        return results
     for path in paths:
         try:
-            if sizes_only:  # exact sizes from the cell texts; the file itself is never assembled
-                results.append(Synthesised(path, repo.size(path), None))
-                continue
             content = repo.read(path)
         except Exception as exc:  # reported to the caller, who synthesises in process and maps the error
             results.append(Synthesised(path, -1, None, f"{type(exc).__name__}: {exc}"))
@@ -80,6 +92,7 @@ class SynthesisPool:
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start_worker,
         )
+        self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
 
     def warm(self) -> None:
         """Start every worker now rather than on the first cold request."""
@@ -96,7 +109,17 @@ class SynthesisPool:
     ) -> Future[list[Synthesised]]:
         """Synthesise ``paths``; with ``disk``, the worker stores each file there and returns its size only."""
         place = (str(disk.root.parent), disk.max_bytes) if disk is not None else None
-        return self._executor.submit(_synthesise, repo_key, spec, list(paths), place, sizes_only)
+        return self._executor.submit(
+            _synthesise, repo_key, self._pickled(repo_key, spec), list(paths), place, sizes_only
+        )
+
+    def _pickled(self, repo_key: str, spec: Spec) -> bytes:
+        pickled = self._pickled_specs.get(repo_key)
+        if pickled is None:
+            if len(self._pickled_specs) >= _MAX_PICKLED_SPECS:
+                self._pickled_specs.clear()
+            pickled = self._pickled_specs[repo_key] = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickled
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

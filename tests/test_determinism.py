@@ -69,3 +69,36 @@ def test_digest_is_the_same_in_other_processes(environment: dict[str, str]) -> N
         timeout=120,
     )
     assert json.loads(result.stdout) == {s: GOLDEN[s] for s in seeds}
+
+
+def _reference_uniform(stream: Stream, n: int) -> list[float]:
+    """``uniform`` by its definition: the top 53 bits of the raw draws, as doubles in (0, 1)."""
+    return [((bits >> 11) + 0.5) / 2.0**53 for bits in stream.raw(n).tolist()]
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 5, 300])
+def test_uniform_is_its_definition_for_any_count(n: int) -> None:
+    assert Stream(7, "u").uniform(n).tolist() == _reference_uniform(Stream(7, "u"), n)
+
+
+def test_children_are_the_child_streams() -> None:
+    parent = Stream(2**63 - 1, "file", "a/b.csv")
+    names = ["x", "temp_c", "é", ""]
+    assert [s.key for s in parent.children(names)] == [parent.child(name).key for name in names]
+
+
+@pytest.mark.parametrize("ahead", [0, 1, 50, 100, 10_000])
+def test_prefetched_uniforms_change_no_draw(ahead: int) -> None:
+    """Draws computed ahead (too few, some, more than used) equal the draws computed on demand."""
+    from generators.rng import prefetch_uniforms
+
+    def draws(prefetch: bool) -> list[list[float]]:
+        streams = [Stream(11, "p", i) for i in range(3)]
+        streams[2].uniform(3)  # a stream that already drew is left alone
+        if prefetch:
+            prefetch_uniforms(streams, [ahead, ahead, ahead])
+        return [
+            [*s.normal(1.0, 2.0, 40).tolist(), *s.uniform(3).tolist(), *s.beta(0.7, 3.0, 60).tolist()] for s in streams
+        ]
+
+    assert draws(True) == draws(False)

@@ -11,6 +11,8 @@ import zipfile
 import openpyxl
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from generators.encoders import encode
 from generators.synth import Table
@@ -132,6 +134,95 @@ def test_xlsx_is_deterministic_and_valid() -> None:
     table = r.table(path)
     assert rows[0] == table.names
     assert len(rows) == table.n_rows + 1
+
+
+def _zipfile_archive(parts: list[tuple[str, str]]) -> bytes:
+    """The archive as the standard library writes it from the same entries: what encode_xlsx must equal."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, text in parts:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            info.create_system = 0
+            archive.writestr(info, text.encode("utf-8"))
+    return buffer.getvalue()
+
+
+@given(
+    st.lists(
+        st.tuples(st.from_regex(r"part/[a-z_/]{1,20}\.xml", fullmatch=True), st.text(max_size=300)),
+        max_size=4,
+        unique_by=lambda part: part[0],
+    ),
+    st.text(max_size=2000),
+)
+def test_stored_zip_is_byte_for_byte_what_zipfile_writes(fixed: list[tuple[str, str]], last: str) -> None:
+    from generators.storedzip import StoredZip
+
+    archive = StoredZip([(name, text.encode("utf-8")) for name, text in fixed])
+    data = last.encode("utf-8")
+    expected = _zipfile_archive([*fixed, ("last.xml", last)])
+    assert archive.archive("last.xml", data) == expected
+    assert archive.size("last.xml", len(data)) == len(expected)
+
+
+@pytest.mark.parametrize("seed", [118, 205, 7])
+def test_xlsx_archive_is_byte_for_byte_what_zipfile_writes(seed: int) -> None:
+    from generators.encoders import _FIXED_PARTS, _SHEET, _sheet_xml, encoded_size
+
+    r = with_extension(seed, "xlsx")
+    for path in r.tree.file_paths[:3]:
+        table = r.table(path)
+        expected = _zipfile_archive([*_FIXED_PARTS, (_SHEET, _sheet_xml(table))])
+        assert encode(table, "xlsx") == expected
+        assert encoded_size(table, "xlsx") == len(expected)
+
+
+@given(
+    st.lists(st.sampled_from(["%s", "%%", "a", ",", "\n", '"', "é", "s"]), max_size=12),
+    st.integers(0, 5),
+    st.sampled_from(["", "\n", ",\n"]),
+)
+def test_render_equals_one_percent_format_per_row(tokens: list[str], rows: int, separator: str) -> None:
+    from generators.encoders import _render
+
+    template = "".join(tokens)
+    slots = tokens.count("%s")
+    cells = [[f"{c}{r}%" * (r % 3) for r in range(rows)] for c in range(slots)]
+    if slots == 0:
+        return  # a table always has columns
+    assert _render(template, cells, separator) == separator.join(template % row for row in zip(*cells, strict=True))
+
+
+def test_integer_texts_are_str_of_every_integer() -> None:
+    import numpy as np
+
+    from generators.synth import integer_texts
+
+    for ints in ([0, 1, 4095], [4096, 7], [-1, 3], [], list(range(300)), [2**62, -(2**62)]):
+        assert integer_texts(np.array(ints, dtype=np.int64)) == [str(i) for i in ints]
+
+
+def test_render_refuses_columns_of_other_lengths() -> None:
+    from generators.encoders import _render
+
+    with pytest.raises(ValueError):
+        _render("%s,%s", [["1", "2"], ["1"]])
+    with pytest.raises(ValueError):
+        _render("%s,%s", [["1", "2"]])
+
+
+def test_batched_sizes_equal_encoded_lengths(extension: str) -> None:
+    """Repository.sizes measures continuous text without writing it: the same numbers as the bytes."""
+    from generators import PathNotFound
+
+    r = with_extension(118, extension)
+    paths = [*r.tree.file_paths[:12], "no/such/file.csv"]
+    sizes = r.sizes(paths)
+    assert sizes[:-1] == [len(r.read(p)) for p in paths[:-1]]
+    assert isinstance(sizes[-1], PathNotFound)
+    assert [r.size(p) for p in paths[:-1]] == sizes[:-1]
 
 
 def test_csv_quotes_per_rfc4180() -> None:
