@@ -11,6 +11,7 @@ for the same file wait for one synthesis instead of running it twice.
 
 from __future__ import annotations
 
+import collections
 import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -37,9 +38,9 @@ DEFAULT_REPOSITORIES = 64
 # One entry is a (seed, path) key and a Stat: a few hundred bytes. A million entries bound the memo near
 # 200-300 MB in the worst case while covering hundreds of typical repositories.
 DEFAULT_MEMO_ENTRIES = 1_000_000
-# Listing a directory prefetches up to this many files below it (its own, then those of its subdirectories,
-# one level down: listing those continues), in batches of PREFETCH_BATCH files per pool task.
-PREFETCH_FILES = 64
+# Listing a directory prefetches up to this many files below it (its own, then those below, breadth first),
+# in batches of PREFETCH_BATCH files per pool task: enough that a recursive walk keeps both workers busy.
+PREFETCH_FILES = 256
 PREFETCH_BATCH = 8  # fewer, larger pool tasks: less IPC per file, and sizes measured together (Repository.sizes)
 
 
@@ -369,17 +370,18 @@ class MountSource:
             if (seed, rel) in self._prefetched:
                 return
             self._prefetched[(seed, rel)] = True
-        # The directory's own files, then those of its subdirectories (one level: listing those continues).
+        # The directory's own files, then those below it, breadth first, up to PREFETCH_FILES: a recursive walk
+        # (`ls -lR`, `du`, `find -size`) then finds the pool working ahead of it rather than waiting for work.
         wanted = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
-        for name, is_dir in entries:
-            if len(wanted) >= PREFETCH_FILES:
-                break
-            if is_dir:
-                child = f"{rel}/{name}" if rel else name
-                try:
-                    wanted += [f"{child}/{e.name}" for e in repo.list(child) if not e.is_dir]
-                except Exception:
-                    continue
+        folders = collections.deque(f"{rel}/{name}" if rel else name for name, is_dir in entries if is_dir)
+        while folders and len(wanted) < PREFETCH_FILES:
+            folder = folders.popleft()
+            try:
+                below = repo.list(folder)
+            except Exception:
+                continue
+            wanted += [f"{folder}/{e.name}" for e in below if not e.is_dir]
+            folders.extend(f"{folder}/{e.name}" for e in below if e.is_dir)
         wanted = wanted[:PREFETCH_FILES]
         with self._lock:
             wanted = [p for p in wanted if (seed, p) not in self._stats]
