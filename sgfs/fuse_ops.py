@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sgfs.inodes import ROOT_INO, InodeTable
-from sgfs.source import GenerationError, MountSource
+from sgfs.source import GenerationError, MountSource, Stat
 
 if TYPE_CHECKING:
     from sgfs.eval.audit import AuditSink
@@ -64,12 +64,14 @@ class Attributes:
 
 @dataclass(frozen=True, slots=True)
 class DirEntry:
-    """One entry of a listing: ``attributes`` when they cost nothing (READDIRPLUS), else None."""
+    """One entry of a listing. ``ino`` is known for '.' and '..' only (0: the path's own number), and
+    ``attributes`` are given for READDIRPLUS when they cost nothing (directories, files whose size is known)."""
 
     name: str
     path: str
     is_dir: bool
-    ino: int
+    ino: int = 0
+    attributes: Attributes | None = None
 
 
 def _errors(method: F) -> F:
@@ -161,13 +163,6 @@ class SgfsFilesystem:
         st = self.source.stat(self._path(ino))
         return Attributes(ino, st.is_dir, st.size, st.nlink)
 
-    @_errors
-    def peek(self, entry: DirEntry) -> Attributes | None:
-        """Attributes for a READDIRPLUS entry when they cost nothing (directories, files whose size is known),
-        so that a listing never waits for synthesis (`find`, plain `ls`). Counts no lookup."""
-        st = self.source.peek_stat(entry.path, entry.is_dir)
-        return None if st is None else Attributes(entry.ino, st.is_dir, st.size, st.nlink)
-
     # -- directories -------------------------------------------------------------------------------------
     @_errors
     def opendir(self, ino: int, pid: int) -> None:
@@ -175,9 +170,11 @@ class SgfsFilesystem:
         self.source.listdir(self._path(ino))
 
     @_errors
-    def readdir(self, ino: int, offset: int, limit: int, pid: int) -> list[DirEntry]:
+    def readdir(self, ino: int, offset: int, limit: int, pid: int, plus: bool = False) -> list[DirEntry]:
         """At most ``limit`` entries from ``offset`` on ('.' and '..' first); a listing from the start is
-        audited. The kernel reads a listing in pages, so each call builds only what one page can hold."""
+        audited. The kernel reads a listing in pages, so each call builds only what one page can hold. With
+        ``plus``, entries carry the attributes that cost nothing, so that a listing never waits for synthesis
+        (`find`, plain `ls`) while `ls -l` after it needs no lookup per entry."""
         path = self._path(ino)
         listing = self.source.listdir(path)
         if offset == 0 and self.audit is not None:
@@ -189,9 +186,16 @@ class SgfsFilesystem:
             parent = path.rsplit("/", 1)[0] or "/"
             entries.append(DirEntry("..", parent, True, self.inodes.number(parent)))
         start = max(0, offset - 2)
-        for name, is_dir in listing[start : start + max(0, limit - len(entries))]:
-            child = child_path(path, name)
-            entries.append(DirEntry(name, child, is_dir, self.inodes.number(child)))
+        page = listing[start : start + max(0, limit - len(entries))]
+        stats: list[Stat | None] = [None] * len(page)
+        if plus and page:
+            try:
+                stats = self.source.peek_stats(path, page)
+            except Exception:  # the entries go without attributes; their lookups report the error
+                log.exception("attributes for a listing of %s", path)
+        for (name, is_dir), st in zip(page, stats, strict=True):
+            attributes = None if st is None else Attributes(0, st.is_dir, st.size, st.nlink)
+            entries.append(DirEntry(name, child_path(path, name), is_dir, 0, attributes))
         return entries
 
     # -- files -------------------------------------------------------------------------------------------

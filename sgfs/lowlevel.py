@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import dataclasses
 import errno
 import logging
 import signal
@@ -25,7 +24,7 @@ from typing import Any
 import mfusepy
 
 from sgfs.errors import SgfsError
-from sgfs.fuse_ops import BLOCK, DIR_MODE, FILE_MODE, FIXED_TIME_S, Attributes, DirEntry, FuseError, SgfsFilesystem
+from sgfs.fuse_ops import BLOCK, DIR_MODE, FILE_MODE, FIXED_TIME_S, Attributes, FuseError, SgfsFilesystem
 
 log = logging.getLogger("sgfs.mount")
 
@@ -334,12 +333,16 @@ class LowLevelMount:
         self._list(req, ino, size, offset, plus=True)
 
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
-        buffer = ctypes.create_string_buffer(size)
-        base, used = ctypes.addressof(buffer), 0
         header = DIRENTPLUS_HEADER if plus else DIRENT_HEADER
         pid = self._pid(req) if self.fs.audit is not None else 0
-        entries = self.fs.readdir(ino, offset, size // (header + 8) + 1, pid)
+        entries = self.fs.readdir(ino, offset, size // (header + 8) + 1, pid, plus)
+        if not entries:  # past the end: the kernel asks once more after the last page
+            self.lib.fuse_reply_buf(req, None, 0)
+            return
+        buffer = ctypes.create_string_buffer(size)
+        base, used = ctypes.addressof(buffer), 0
         bare = FuseEntryParam()  # number 0: the kernel takes the name and type only, and looks the entry up later
+        inodes = self.fs.inodes
         for index, entry in enumerate(entries, start=offset + 1):
             name = entry.name.encode("utf-8", "surrogateescape")
             need = (header + len(name) + 7) & ~7
@@ -347,26 +350,20 @@ class LowLevelMount:
                 break
             mode = DIR_MODE if entry.is_dir else FILE_MODE
             if plus:
-                attributes = None if entry.name in (".", "..") else self._peek(entry)
-                if attributes is not None:
+                found = entry.attributes
+                if found is not None:
                     # Attributes with a number count as a lookup: the kernel will FORGET it.
-                    param = self._entry(dataclasses.replace(attributes, ino=self.fs.inodes.acquire(entry.path)))
+                    param = self._entry(Attributes(inodes.acquire(entry.path), found.is_dir, found.size, found.nlink))
                 else:
                     param = bare
-                    param.attr.st_ino, param.attr.st_mode = entry.ino, mode
+                    param.attr.st_ino, param.attr.st_mode = entry.ino or inodes.number(entry.path), mode
                 self.lib.fuse_add_direntry_plus(req, base + used, need, name, ctypes.byref(param), index)
             else:
                 st = bare.attr
-                st.st_ino, st.st_mode = entry.ino, mode
+                st.st_ino, st.st_mode = entry.ino or inodes.number(entry.path), mode
                 self.lib.fuse_add_direntry(req, base + used, need, name, ctypes.byref(st), index)
             used += need
         self.lib.fuse_reply_buf(req, base, used)
-
-    def _peek(self, entry: DirEntry) -> Attributes | None:
-        try:
-            return self.fs.peek(entry)
-        except FuseError:
-            return None  # logged already: the entry goes without attributes, and its lookup answers the errno
 
     def _statfs(self, req: int, ino: int) -> None:
         st = c_statvfs()

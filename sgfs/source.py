@@ -228,6 +228,20 @@ class MountSource:
             self._stats[(seed, rel)] = stat
         return stat
 
+    def peek_stats(self, path: str, entries: Sequence[tuple[str, bool]]) -> list[Stat | None]:
+        """``peek_stat`` of each (name, is_dir) entry of directory ``path`` (a page of its listing), at once."""
+        parts = self._split(path)
+        if not parts:
+            return [self.stat(f"/{name}") for name, _ in entries]
+        seed, rel = self._seed(parts[0]), "/".join(parts[1:])
+        children = [f"{rel}/{name}" if rel else name for name, _ in entries]
+        with self._lock:
+            found: list[Stat | None] = [self._stats.get((seed, child)) for child in children]
+        for i, ((name, is_dir), known) in enumerate(zip(entries, found, strict=True)):
+            if known is None:
+                found[i] = self.peek_stat(f"{path.rstrip('/')}/{name}", is_dir)
+        return found
+
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
         if size < 0 or offset < 0:

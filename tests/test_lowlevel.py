@@ -73,9 +73,17 @@ def test_listings_page_through_offsets_and_audit_once() -> None:
     expected = [e.name for e in repo(seed).list("")]
     assert names == [".", "..", *expected]
     assert paged[1].ino == ROOT_INO and paged[0].ino == top.ino
-    assert all(e.ino == path_ino(f"/{seed}/{e.name}") for e in paged[2:])
+    assert [e.path for e in paged[2:]] == [f"/{seed}/{name}" for name in expected]
     assert sink.events == [(99, "readdir", f"/{seed}", 0)]  # audited once per listing, not per page
     assert fs.readdir(top.ino, len(paged) + 10, 3, 99) == []
+    # READDIRPLUS: attributes for what costs nothing (directories), none for files not synthesised yet.
+    plus = fs.readdir(top.ino, 2, 1000, 99, True)
+    assert all((e.attributes is not None) == e.is_dir for e in plus), plus
+    assert all(e.attributes.is_dir and e.attributes.nlink >= 2 for e in plus if e.attributes is not None)
+    size = len(repo(seed).read(plus[-1].name)) if not plus[-1].is_dir else 0
+    fs.lookup(top.ino, plus[-1].name)  # now its size is known
+    last = fs.readdir(top.ino, len(plus) + 1, 1, 99, True)[0]
+    assert last.attributes is not None and last.attributes.size == size
 
 
 # -- real mounts, served in this process so that the test sees every request that reaches Python ----------
@@ -92,9 +100,9 @@ class CountingFilesystem(SgfsFilesystem):
         self.calls["getattr"] += 1
         return super().getattr(ino)
 
-    def readdir(self, ino: int, offset: int, limit: int, pid: int) -> Any:
+    def readdir(self, ino: int, offset: int, limit: int, pid: int, plus: bool = False) -> Any:
         self.calls["readdir"] += 1
-        return super().readdir(ino, offset, limit, pid)
+        return super().readdir(ino, offset, limit, pid, plus)
 
     def read(self, ino: int, size: int, offset: int, pid: int) -> Any:
         self.calls["read"] += 1
