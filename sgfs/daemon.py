@@ -38,7 +38,7 @@ log = logging.getLogger("sgfs.mount")
 FSNAME = "sgfs"
 FSTYPE = "fuse.sgfs"  # what /proc/self/mountinfo shows for our mounts (fuse.<subtype>)
 TIMEOUT_S = 3600  # attribute, entry and negative-lookup cache lifetime in the kernel: content never changes
-LIBFUSE_NOISE = ("Ignoring invalid max threads value",)  # libfuse 3.14 + mfusepy: harmless
+LIBFUSE_NOISE = ("Ignoring invalid max threads value",)  # libfuse 3.14 with some loop configurations: harmless
 
 
 def fusermount_commands() -> list[list[str]]:
