@@ -73,8 +73,14 @@ class FuseConnInfo(ctypes.Structure):  # the fields before ``reserved``, unchang
 # fuse_entry_out and then the fuse_dirent; each entry is padded to 8 bytes.
 DIRENT_HEADER = 24
 DIRENTPLUS_HEADER = 128 + 24
+FUSE_CAP_NO_OPEN_SUPPORT = 1 << 17  # the kernel (4.20+) takes ENOSYS to OPEN as "never ask again"
+FUSE_CAP_NO_OPENDIR_SUPPORT = 1 << 24  # the same for OPENDIR (5.1+)
 FUSE_CAP_READDIRPLUS = 1 << 13
 FUSE_CAP_READDIRPLUS_AUTO = 1 << 14
+
+
+class FuseLoopConfigV1(ctypes.Structure):  # libfuse 3.2-3.11's struct fuse_loop_config
+    _fields_ = [("clone_fd", ctypes.c_int), ("max_idle_threads", ctypes.c_uint)]
 
 
 class FuseCtx(ctypes.Structure):
@@ -148,8 +154,8 @@ def load_libfuse() -> ctypes.CDLL:
     if name is None:
         raise SgfsError("FUSE is unavailable: libfuse3 cannot be found; install fuse3")
     lib = ctypes.CDLL(name)
-    if not hasattr(lib, "fuse_session_loop_mt_312"):
-        raise SgfsError(f"FUSE is unavailable: {name} is older than libfuse 3.12; install a newer fuse3")
+    if not hasattr(lib, "fuse_session_loop_mt_312") and not hasattr(lib, "fuse_session_loop_mt_32"):
+        raise SgfsError(f"FUSE is unavailable: {name} is older than libfuse 3.2; install a newer fuse3")
     signatures: dict[str, tuple[Any, list[Any]]] = {
         "fuse_session_new": (
             ctypes.c_void_p,
@@ -160,9 +166,10 @@ def load_libfuse() -> ctypes.CDLL:
         "fuse_session_destroy": (None, [ctypes.c_void_p]),
         "fuse_set_signal_handlers": (ctypes.c_int, [ctypes.c_void_p]),
         "fuse_remove_signal_handlers": (None, [ctypes.c_void_p]),
-        "fuse_loop_cfg_create": (ctypes.c_void_p, []),
+        "fuse_loop_cfg_create": (ctypes.c_void_p, []),  # libfuse >= 3.12
         "fuse_loop_cfg_destroy": (None, [ctypes.c_void_p]),
         "fuse_session_loop_mt_312": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+        "fuse_session_loop_mt_32": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(FuseLoopConfigV1)]),  # 3.2+
         "fuse_reply_err": (ctypes.c_int, [req_t, ctypes.c_int]),
         "fuse_reply_none": (None, [req_t]),
         "fuse_reply_entry": (ctypes.c_int, [req_t, ctypes.POINTER(FuseEntryParam)]),
@@ -181,6 +188,8 @@ def load_libfuse() -> ctypes.CDLL:
         ),
     }
     for symbol, (restype, argtypes) in signatures.items():
+        if not hasattr(lib, symbol):
+            continue  # one of the two loop entry points of another libfuse version
         function = getattr(lib, symbol)
         function.restype, function.argtypes = restype, argtypes
     return lib
@@ -195,6 +204,10 @@ class LowLevelMount:
         self.lib = load_libfuse()
         self._callbacks: list[Any] = []
         self.ops = LowLevelOps()
+        # Whether the kernel takes ENOSYS to OPEN / OPENDIR as "never ask again" (set at init); older kernels
+        # would fail the open, so there the daemon answers it with the caching flags instead.
+        self.kernel_skips_open = False
+        self.kernel_skips_opendir = False
         self._set("init", INIT(self._init))
         self._set("destroy", DESTROY(self._destroy))
         self._set("lookup", LOOKUP(self._guard(self._lookup)))
@@ -232,12 +245,16 @@ class LowLevelMount:
         if self.lib.fuse_set_signal_handlers(session) != 0:
             self.lib.fuse_session_unmount(session)
             raise SgfsError("cannot install libfuse's signal handlers")
-        config = self.lib.fuse_loop_cfg_create()
+        config = self.lib.fuse_loop_cfg_create() if hasattr(self.lib, "fuse_session_loop_mt_312") else None
         try:
             # Returns when the kernel ends the connection (unmounted) or a signal ends the session.
-            self.lib.fuse_session_loop_mt_312(session, config)
+            if config is not None:
+                self.lib.fuse_session_loop_mt_312(session, config)
+            else:  # libfuse 3.2-3.11
+                self.lib.fuse_session_loop_mt_32(session, ctypes.byref(FuseLoopConfigV1(0, 10)))
         finally:
-            self.lib.fuse_loop_cfg_destroy(config)
+            if config is not None:
+                self.lib.fuse_loop_cfg_destroy(config)
             self.lib.fuse_remove_signal_handlers(session)
             self.lib.fuse_session_unmount(session)
             if previous is not None:
@@ -281,6 +298,8 @@ class LowLevelMount:
     # -- callbacks -----------------------------------------------------------------------------------------
     def _init(self, userdata: int, conn: int) -> None:
         info = FuseConnInfo.from_address(conn)
+        self.kernel_skips_open = bool(info.capable & FUSE_CAP_NO_OPEN_SUPPORT)
+        self.kernel_skips_opendir = bool(info.capable & FUSE_CAP_NO_OPENDIR_SUPPORT)
         if info.capable & FUSE_CAP_READDIRPLUS:
             # Always READDIRPLUS, not only for a listing's first page ("auto"): every page then carries the
             # attributes the daemon knows, so `ls -l` of a large directory needs no LOOKUP per entry.
@@ -309,18 +328,25 @@ class LowLevelMount:
         self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
 
     def _open(self, req: int, ino: int, fi: Any) -> None:
-        if self.fs.audit is None:
-            raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPEN and keeps every file's pages
-        self.fs.open(ino, self._pid(req))
         info = fi.contents
-        info.keep_cache = 0  # an audited mount: the pages go at each open, so the reads come here again
+        if self.fs.audit is None:
+            if self.kernel_skips_open:
+                raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPEN and keeps every file's pages
+            info.keep_cache = 1
+        else:
+            self.fs.open(ino, self._pid(req))
+            info.keep_cache = 0  # an audited mount: the pages go at each open, so the reads come here again
         self.lib.fuse_reply_open(req, fi)
 
     def _opendir(self, req: int, ino: int, fi: Any) -> None:
+        info = fi.contents
         if self.fs.cache_listings:
-            raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPENDIR and keeps listings itself
-        self.fs.opendir(ino, self._pid(req))
-        self.lib.fuse_reply_open(req, fi)  # no cache_readdir: every listing reaches readdir
+            if self.kernel_skips_opendir:
+                raise FuseError(errno.ENOSYS)  # once: the kernel stops sending OPENDIR and keeps listings itself
+            info.cache_readdir = info.keep_cache = 1  # one round trip per directory, listings kept
+        else:
+            self.fs.opendir(ino, self._pid(req))  # no cache_readdir: every listing reaches readdir
+        self.lib.fuse_reply_open(req, fi)
 
     def _read(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
         data = self.fs.read(ino, size, offset, self._pid(req))

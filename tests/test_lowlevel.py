@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import ctypes
+import errno
 import os
 import subprocess
 import threading
@@ -202,3 +204,82 @@ def test_an_audited_mount_sees_every_listing_open_and_read(tmp_path: Path) -> No
     reads = [size for _pid, kind, where, size in sink.events if kind == "read" and where == f"/{seed}/{path}"]
     assert sum(reads) == 2 * len(repo(seed).read(path))  # the second read is not served from the page cache
     assert {pid for pid, *_ in sink.events} == {os.getpid()}
+
+
+class RecordingLib:
+    """Stands in for libfuse's reply functions: records what each request was answered."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[str, Any]] = []
+
+    def fuse_reply_err(self, req: Any, code: int) -> int:
+        self.replies.append(("err", code))
+        return 0
+
+    def fuse_reply_open(self, req: Any, fi: Any) -> int:
+        info = fi.contents
+        self.replies.append(("open", (info.keep_cache, info.cache_readdir)))
+        return 0
+
+    def fuse_req_ctx(self, req: Any) -> Any:
+        from sgfs.lowlevel import FuseCtx
+
+        return ctypes.pointer(FuseCtx(0, 0, 4242, 0))
+
+
+@pytest.mark.parametrize("audited", [False, True])
+@pytest.mark.parametrize("kernel_skips", [True, False])
+def test_open_and_opendir_answers(kernel_skips: bool, audited: bool) -> None:
+    """ENOSYS only where the kernel takes it as "never ask again" (Linux >= 4.20 / 5.1); older kernels get the
+    caching flags in the reply instead. An audited mount always answers, and never lets pages or listings stay."""
+    from sgfs import lowlevel
+
+    seed = small_seeds()["csv"][0]
+    sink = Sink()
+    fs = SgfsFilesystem(MountSource([seed]), audit=sink if audited else None)  # type: ignore[arg-type]
+    mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)
+    mount.fs, mount.timeout, mount.lib = fs, 3600.0, RecordingLib()  # type: ignore[assignment]
+    mount.kernel_skips_open = mount.kernel_skips_opendir = kernel_skips
+    top = fs.lookup(ROOT_INO, str(seed))
+    name = repo(seed).file_paths()[0]
+    assert top is not None and "/" not in name
+    file = fs.lookup(top.ino, name)
+    assert file is not None
+    for handler, ino in ((mount._open, file.ino), (mount._opendir, top.ino)):
+        mount._guard(handler)(None, ino, ctypes.pointer(lowlevel.fuse_file_info()))
+    replies = mount.lib.replies  # type: ignore[attr-defined]
+    if audited:
+        assert replies == [("open", (0, 0)), ("open", (0, 0))]
+        assert [(kind, where) for _pid, kind, where, _size in sink.events] == [("open", f"/{seed}/{name}")]
+    elif kernel_skips:
+        assert replies == [("err", errno.ENOSYS), ("err", errno.ENOSYS)]
+    else:
+        assert replies == [("open", (1, 0)), ("open", (1, 1))]
+
+
+def test_the_loop_of_libfuse_before_3_12() -> None:
+    """libfuse 3.2-3.11 have no loop configuration object: the daemon passes the old structure instead."""
+    from sgfs import lowlevel
+
+    calls: list[tuple[str, Any]] = []
+
+    class OldLib:
+        def fuse_set_signal_handlers(self, session: Any) -> int:
+            calls.append(("signals", session))
+            return 0
+
+        def fuse_session_loop_mt_32(self, session: Any, config: Any) -> int:
+            structure = ctypes.cast(config, ctypes.POINTER(lowlevel.FuseLoopConfigV1)).contents
+            calls.append(("loop", (structure.clone_fd, structure.max_idle_threads)))
+            return 0
+
+        def fuse_remove_signal_handlers(self, session: Any) -> None:
+            calls.append(("unsignal", session))
+
+        def fuse_session_unmount(self, session: Any) -> None:
+            calls.append(("unmount", session))
+
+    mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)
+    mount.lib = OldLib()  # type: ignore[assignment]
+    mount._loop(7)
+    assert calls == [("signals", 7), ("loop", (0, 10)), ("unsignal", 7), ("unmount", 7)]
