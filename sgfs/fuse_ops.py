@@ -5,10 +5,11 @@ below is tested without mounting (ratarmount's split: a FUSE-free core, a thin l
 to an explicit errno). Unknown names are ENOENT, generator failures are logged and answered EIO, anything
 unexpected is logged and answered EIO; the daemon keeps serving.
 
-What the kernel may answer itself is never asked for (each is a round trip into Python saved per use): with
-``cache_listings`` there is no opendir and no open (the kernel then keeps listings and pages for as long as
-it likes: content never changes), there are no xattr, access or write callbacks (``ro`` and
-``default_permissions`` let the kernel refuse writes with EROFS and check the 0444/0555 modes itself).
+What the kernel may answer itself is never asked for (each is a round trip into Python saved per use): a
+plain mount has no open, and no opendir unless ``cache_listings`` is off (the kernel then keeps pages and
+listings for as long as it likes: content never changes); only an audited mount answers ``open``; there are
+no xattr, access or write callbacks (``ro`` and ``default_permissions`` let the kernel refuse writes with
+EROFS and check the 0444/0555 modes itself).
 """
 
 from __future__ import annotations
