@@ -180,6 +180,24 @@ class Tree:
         is_dir = level < self.depth - 1
         return sorted((Entry(self.component_name(level, int(x)), is_dir) for x in locals_), key=lambda e: e.name)
 
+    @cached_property
+    def listings(self) -> dict[str, list[tuple[str, bool]]]:
+        """Every directory's sorted (name, is_dir) entries, keyed by its path ('' is the root): ``list_dir`` of
+        each, built in one pass over the file paths (a mount lists most directories of a tree it walks)."""
+        children: dict[str, dict[str, bool]] = {"": {}}
+        last = self.depth - 1
+        for path in self.file_paths:
+            parent = ""
+            for level, name in enumerate(path.split("/")):
+                here = f"{parent}/{name}" if parent else name
+                names = children[parent]
+                if name not in names:
+                    names[name] = level < last
+                    if level < last:
+                        children[here] = {}
+                parent = here
+        return {folder: sorted(names.items()) for folder, names in children.items()}
+
     def digits(self, number: int) -> list[int]:
         out = []
         for radix in reversed(self.radices):

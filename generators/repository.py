@@ -74,6 +74,15 @@ class Repository:
             entries = sorted([*entries, Entry(README_NAME, False)], key=lambda e: e.name)
         return entries
 
+    @cached_property
+    def listings(self) -> dict[str, builtins.list[tuple[str, bool]]]:
+        """Every directory's sorted (name, is_dir) entries, keyed by its path ('' is the root, README included):
+        ``list`` of every directory, built at once."""
+        listings = dict(self.tree.listings)
+        if self.has_readme:
+            listings[""] = sorted([*listings[""], (README_NAME, False)])
+        return listings
+
     def table(self, path: str) -> Table:
         """The rows of a data file."""
         parts = split_path(path)

@@ -80,6 +80,11 @@ class DiskCache:
         self._append_index(repo_key, path, header.size)  # an entry the index lacks: the next mount finds it there
         return header.size
 
+    def index_sizes(self, repo_key: str, paths: list[str]) -> list[int | None]:
+        """The sizes the repository's index holds for ``paths`` (None where it has none), without opening entries."""
+        index = self._index(repo_key)
+        return [index.get(_path_hash(path)) for path in paths]
+
     def _index(self, repo_key: str) -> dict[int, int]:
         with self._lock:
             index = self._indexes.get(repo_key)

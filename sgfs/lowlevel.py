@@ -17,6 +17,7 @@ import ctypes.util
 import errno
 import logging
 import signal
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,16 @@ from typing import Any
 import mfusepy
 
 from sgfs.errors import SgfsError
-from sgfs.fuse_ops import BLOCK, DIR_MODE, FILE_MODE, FIXED_TIME_S, Attributes, FuseError, SgfsFilesystem
+from sgfs.fuse_ops import (
+    BLOCK,
+    DIR_MODE,
+    FILE_MODE,
+    FIXED_TIME_S,
+    Attributes,
+    DirEntry,
+    FuseError,
+    SgfsFilesystem,
+)
 
 log = logging.getLogger("sgfs.mount")
 
@@ -69,10 +79,16 @@ class FuseConnInfo(ctypes.Structure):  # the fields before ``reserved``, unchang
     ]
 
 
-# The kernel ABI's entry sizes (fuse_kernel.h): a name follows a 24-byte fuse_dirent, or a 128-byte
-# fuse_entry_out and then the fuse_dirent; each entry is padded to 8 bytes.
-DIRENT_HEADER = 24
-DIRENTPLUS_HEADER = 128 + 24
+# The kernel ABI's listing entries (fuse_kernel.h): a name follows a 24-byte fuse_dirent (ino, off, namelen,
+# type), or a 128-byte fuse_entry_out (nodeid, generation, entry and attribute validity, then fuse_attr) and
+# then the fuse_dirent; each entry is padded to 8 bytes. Packed here with one struct call per entry, the bytes
+# libfuse's fuse_add_direntry(_plus) writes (tests/test_lowlevel.py compares them), without a ctypes structure
+# and a foreign call per entry: a listing page is the hottest request of a walk.
+DIRENT = struct.Struct("<QQII")
+DIRENTPLUS = struct.Struct("<QQQQII" + "QQQQQQIIIIIIIIII" + "QQII")
+DIRENT_HEADER = DIRENT.size  # 24
+DIRENTPLUS_HEADER = DIRENTPLUS.size  # 128 + 24
+S_IFMT = 0o170000
 FUSE_CAP_NO_OPEN_SUPPORT = 1 << 17  # the kernel (4.20+) takes ENOSYS to OPEN as "never ask again"
 FUSE_CAP_NO_OPENDIR_SUPPORT = 1 << 24  # the same for OPENDIR (5.1+)
 FUSE_CAP_READDIRPLUS = 1 << 13
@@ -145,7 +161,9 @@ DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 LOOKUP = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_char_p)
 FORGET = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_uint64)
 WITH_FILE = ctypes.CFUNCTYPE(None, req_t, ino_t, fi_p)  # getattr, open, opendir
-READ = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_size_t, off_t, fi_p)  # read, readdir, readdirplus
+# read, readdir, readdirplus: their fuse_file_info is never used, so it stays a bare address (no ctypes
+# pointer object per request)
+READ = ctypes.CFUNCTYPE(None, req_t, ino_t, ctypes.c_size_t, off_t, ctypes.c_void_p)
 STATFS = ctypes.CFUNCTYPE(None, req_t, ino_t)
 
 
@@ -195,6 +213,26 @@ def load_libfuse() -> ctypes.CDLL:
     return lib
 
 
+def keep_thread_state(kept: set[int]) -> None:
+    """Keep the calling libfuse thread's Python thread state between requests.
+
+    ctypes runs a callback on a thread Python did not start under a thread state made for that call and torn
+    down after it, a sizeable part of a small request's cost. One PyGILState_Ensure that is never released
+    keeps the state for the thread's life (libfuse reuses its worker threads), so later callbacks find it.
+    """
+    ctypes.pythonapi.PyGILState_Ensure()
+    kept.add(threading.get_native_id())
+
+
+def timeout_parts(seconds: float) -> tuple[int, int]:
+    """A validity period as the kernel takes it, whole seconds and nanoseconds, rounded as libfuse does."""
+    if seconds < 0:
+        return 0, 0
+    whole = min(int(seconds), (1 << 64) - 1)
+    fraction = seconds - whole
+    return whole, 999_999_999 if fraction >= 0.999999999 else max(0, int(fraction * 1e9))
+
+
 class LowLevelMount:
     """One mount: the session, its callbacks (kept alive as long as the session) and the reply glue."""
 
@@ -203,6 +241,7 @@ class LowLevelMount:
         self.timeout = float(timeout_s)
         self.lib = load_libfuse()
         self._callbacks: list[Any] = []
+        self._thread_states: set[int] = set()  # libfuse threads whose Python thread state is kept
         self.ops = LowLevelOps()
         # Whether the kernel takes ENOSYS to OPEN / OPENDIR as "never ask again" (set at init); older kernels
         # would fail the open, so there the daemon answers it with the caching flags instead.
@@ -265,6 +304,8 @@ class LowLevelMount:
         """Every request gets exactly one reply: the handler's, or the errno of what it raised."""
 
         def call(req: int, *args: Any) -> None:
+            if threading.get_native_id() not in self._thread_states:
+                keep_thread_state(self._thread_states)
             try:
                 handler(req, *args)
             except FuseError as exc:
@@ -365,31 +406,52 @@ class LowLevelMount:
         if not entries:  # past the end: the kernel asks once more after the last page
             self.lib.fuse_reply_buf(req, None, 0)
             return
-        buffer = ctypes.create_string_buffer(size)
-        base, used = ctypes.addressof(buffer), 0
-        bare = FuseEntryParam()  # number 0: the kernel takes the name and type only, and looks the entry up later
-        inodes = self.fs.inodes
+        page = self.pack_entries(entries, offset, size, plus)
+        self.lib.fuse_reply_buf(req, page, len(page))
+
+    def pack_entries(self, entries: list[DirEntry], offset: int, size: int, plus: bool) -> bytes:
+        """The entries that fit in ``size`` bytes, as the kernel reads a listing page; an entry sent with
+        attributes counts as a lookup (the kernel will FORGET it), so it is acquired only once it fits."""
+        page = bytearray(size)
+        used = 0
+        inodes, uid, gid = self.fs.inodes, self.fs.uid, self.fs.gid
+        valid_s, valid_ns = timeout_parts(self.timeout)
         for index, entry in enumerate(entries, start=offset + 1):
             name = entry.name.encode("utf-8", "surrogateescape")
-            need = (header + len(name) + 7) & ~7
+            need = ((DIRENTPLUS_HEADER if plus else DIRENT_HEADER) + len(name) + 7) & ~7
             if used + need > size:
                 break
             mode = DIR_MODE if entry.is_dir else FILE_MODE
-            if plus:
-                found = entry.attributes
-                if found is not None:
-                    # Attributes with a number count as a lookup: the kernel will FORGET it.
-                    param = self._entry(Attributes(inodes.acquire(entry.path), found.is_dir, found.size, found.nlink))
-                else:
-                    param = bare
-                    param.attr.st_ino, param.attr.st_mode = entry.ino or inodes.number(entry.path), mode
-                self.lib.fuse_add_direntry_plus(req, base + used, need, name, ctypes.byref(param), index)
+            kind = (mode & S_IFMT) >> 12
+            found = entry.attributes if plus else None
+            if found is not None:
+                number = inodes.acquire(entry.path)
+                blocks = (found.size + 511) // 512
+                DIRENTPLUS.pack_into(
+                    page, used,
+                    number, 0, valid_s, valid_s, valid_ns, valid_ns,
+                    number, found.size, blocks, FIXED_TIME_S, FIXED_TIME_S, FIXED_TIME_S, 0, 0, 0,
+                    found.mode, found.nlink, uid, gid, 0, BLOCK, 0,
+                    number, index, len(name), kind,
+                )  # fmt: skip
+                start = used + DIRENTPLUS_HEADER
             else:
-                st = bare.attr
-                st.st_ino, st.st_mode = entry.ino or inodes.number(entry.path), mode
-                self.lib.fuse_add_direntry(req, base + used, need, name, ctypes.byref(st), index)
+                # Number 0 in the entry part: the kernel takes the name and type only, and looks it up later.
+                number = entry.ino or inodes.number(entry.path)
+                if plus:
+                    DIRENTPLUS.pack_into(
+                        page, used,
+                        0, 0, 0, 0, 0, 0,
+                        number, 0, 0, 0, 0, 0, 0, 0, 0, mode, 0, 0, 0, 0, 0, 0,
+                        number, index, len(name), kind,
+                    )  # fmt: skip
+                    start = used + DIRENTPLUS_HEADER
+                else:
+                    DIRENT.pack_into(page, used, number, index, len(name), kind)
+                    start = used + DIRENT_HEADER
+            page[start : start + len(name)] = name
             used += need
-        self.lib.fuse_reply_buf(req, base, used)
+        return bytes(page[:used])
 
     def _statfs(self, req: int, ino: int) -> None:
         st = c_statvfs()

@@ -11,7 +11,7 @@ for the same file wait for one synthesis instead of running it twice.
 
 from __future__ import annotations
 
-import collections
+import bisect
 import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+import numpy as np
 from cachetools import LRUCache
 
 import generators
@@ -154,8 +155,8 @@ class MountSource:
         self._pool = pool  # cold batches in other processes (sgfs.synthpool)
         self._repo_keys: dict[int, str] = {}
         self._prefetched: LRUCache[tuple[int, str], bool] = LRUCache(maxsize=65_536)  # directories done
-        # Listings by directory: the kernel reads a large one page by page, each page a request.
-        self._listings: LRUCache[tuple[int, str], list[tuple[str, bool]]] = LRUCache(maxsize=4096)
+        # Per seed: which files' sizes are known or asked of the pool (prefetch picks among the others).
+        self._unasked: LRUCache[int, _Unasked] = LRUCache(maxsize=max(repositories, 1))
         # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice.
         self._prefetch_flight: _InFlight[tuple[int, str], int] = _InFlight()
 
@@ -171,11 +172,11 @@ class MountSource:
         if known is not None:
             return known
         repo = self._repository(seed)
-        node = self._guard(seed, rel, lambda: repo.lookup(rel))
-        if node.is_dir:
-            entries = self._guard(seed, rel, lambda: repo.list(rel))
-            stat = Stat(True, 0, 2 + sum(1 for e in entries if e.is_dir))
+        entries = self._listing(seed, repo, rel)
+        if entries is not None:
+            stat = Stat(True, 0, 2 + sum(1 for _, is_dir in entries if is_dir))
         else:
+            self._guard(seed, rel, lambda: repo.lookup(rel))  # FileNotFoundError unless it is a file
             # An exact st_size means the bytes: synthesise (and cache) them once, memo the size; unless the
             # disk cache or a prefetch in the pool knows it.
             size = self._known_size(seed, rel)
@@ -185,20 +186,16 @@ class MountSource:
         return stat
 
     def listdir(self, path: str) -> list[tuple[str, bool]]:
+        """Sorted (name, is_dir) entries of a directory; the list is shared: callers must not change it."""
         parts = self._split(path)
         if not parts:
             return [(str(seed), True) for seed in self.seeds]
         seed, rel = self._seed(parts[0]), "/".join(parts[1:])
         repo = self._repository(seed)
-        with self._lock:
-            entries = self._listings.get((seed, rel))
+        entries = self._listing(seed, repo, rel)
         if entries is None:
-            node = self._guard(seed, rel, lambda: repo.lookup(rel))
-            if not node.is_dir:
-                raise NotADirectoryError(path)
-            entries = [(e.name, e.is_dir) for e in self._guard(seed, rel, lambda: repo.list(rel))]
-            with self._lock:
-                self._listings[(seed, rel)] = entries
+            self._guard(seed, rel, lambda: repo.lookup(rel))  # FileNotFoundError unless it is a file
+            raise NotADirectoryError(path)
         if self._pool is not None:
             self._prefetch(seed, repo, rel, entries)
         return entries
@@ -237,9 +234,30 @@ class MountSource:
         children = [f"{rel}/{name}" if rel else name for name, _ in entries]
         with self._lock:
             found: list[Stat | None] = [self._stats.get((seed, child)) for child in children]
-        for i, ((name, is_dir), known) in enumerate(zip(entries, found, strict=True)):
-            if known is None:
-                found[i] = self.peek_stat(f"{path.rstrip('/')}/{name}", is_dir)
+        if all(found):
+            return found
+        repo = self._repository(seed)
+        sizes = None if self._disk is None else self._disk.index_sizes(self._repo_key(seed, repo), children)
+        learnt: list[tuple[str, Stat]] = []
+        for i, ((_, is_dir), child) in enumerate(zip(entries, children, strict=True)):
+            if found[i] is not None:
+                continue
+            size = None if sizes is None else sizes[i]
+            stat: Stat | None
+            if is_dir:
+                below = self._listing(seed, repo, child)
+                stat = None if below is None else Stat(True, 0, 2 + sum(1 for _, d in below if d))
+            elif size is not None:
+                stat = Stat(False, size, 1)
+            else:  # not in the size index: an entry of the disk cache may still hold it
+                stat = self.peek_stat(f"{path.rstrip('/')}/{entries[i][0]}", False)
+            if stat is None:
+                continue
+            found[i] = stat
+            learnt.append((child, stat))
+        with self._lock:
+            for child, stat in learnt:
+                self._stats[(seed, child)] = stat
         return found
 
     def read(self, path: str, size: int, offset: int) -> bytes:
@@ -316,6 +334,10 @@ class MountSource:
 
         return flight.run(key, leader)
 
+    def _listing(self, seed: int, repo: Repository, rel: str) -> list[tuple[str, bool]] | None:
+        """The entries of directory ``rel`` (normalised), or None when it is a file or nothing."""
+        return self._guard(seed, rel, lambda: repo.listings).get(rel)
+
     def _repository(self, seed: int) -> Repository:
         def store(repo: Repository) -> None:
             self._repos[seed] = repo
@@ -384,32 +406,15 @@ class MountSource:
             if (seed, rel) in self._prefetched:
                 return
             self._prefetched[(seed, rel)] = True
-        # The directory's own files, then those below it, breadth first, up to PREFETCH_FILES: a recursive walk
-        # (`ls -lR`, `du`, `find -size`) then finds the pool working ahead of it rather than waiting for work.
-        wanted = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
-        folders = collections.deque(f"{rel}/{name}" if rel else name for name, is_dir in entries if is_dir)
-        while folders and len(wanted) < PREFETCH_FILES:
-            folder = folders.popleft()
-            try:
-                below = repo.list(folder)
-            except Exception:
-                continue
-            wanted += [f"{folder}/{e.name}" for e in below if not e.is_dir]
-            folders.extend(f"{folder}/{e.name}" for e in below if e.is_dir)
-        wanted = wanted[:PREFETCH_FILES]
+        unasked = self._unasked_of(seed, repo)
+        # The directory's own files, then those below it in path order (the order a recursive walk such as
+        # `ls -lR`, `du` or `find -size` takes), up to PREFETCH_FILES: the walk finds the pool working ahead of it.
+        own = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
+        wanted = unasked.take(own, rel, PREFETCH_FILES)
+        if not wanted:
+            return
         with self._lock:
             wanted = [p for p in wanted if (seed, p) not in self._stats]
-        if self._disk is not None:
-            key = self._repo_key(seed, repo)
-            unknown: list[str] = []
-            for child in wanted:
-                size = self._disk.size(key, child)
-                if size is None:
-                    unknown.append(child)
-                else:  # memo it: the next listing below must not read this entry again
-                    with self._lock:
-                        self._stats[(seed, child)] = Stat(False, size, 1)
-            wanted = unknown
         claimed: list[tuple[str, Future[int]]] = []
         for child in wanted:
             future = self._prefetch_flight.claim((seed, child))
@@ -433,6 +438,20 @@ class MountSource:
                 continue
             task.add_done_callback(functools.partial(self._settle, seed, batch))
 
+    def _unasked_of(self, seed: int, repo: Repository) -> _Unasked:
+        with self._lock:
+            unasked = self._unasked.get(seed)
+        if unasked is None:
+            paths = repo.file_paths()
+            known = [False] * len(paths)
+            if self._disk is not None:  # sizes a previous mount left: never asked of the pool again
+                sizes = self._disk.index_sizes(self._repo_key(seed, repo), paths)
+                known = [size is not None for size in sizes]
+            unasked = _Unasked(paths, known)
+            with self._lock:
+                unasked = self._unasked.setdefault(seed, unasked)
+        return unasked
+
     def _settle(self, seed: int, batch: list[tuple[str, Future[int]]], done: Future[list[Synthesised]] | None) -> None:
         """Memo the sizes (and keep the bytes) a pool task computed; -1 for files the task did not do."""
         results: dict[str, Synthesised] = {}
@@ -451,3 +470,33 @@ class MountSource:
             else:  # failed in the worker: stat and read synthesise in process and report the error there
                 future.set_result(-1)
             self._prefetch_flight.release(key)
+
+
+class _Unasked:
+    """A repository's files in path order, and which of them no prefetch has picked yet. Thread-safe."""
+
+    def __init__(self, paths: list[str], known: list[bool]) -> None:
+        self._lock = threading.Lock()
+        self._paths = paths  # sorted: the files below a directory are one contiguous run
+        self._position = {path: i for i, path in enumerate(paths)}
+        self._taken = np.array(known, dtype=bool)
+        self._left = len(paths) - int(self._taken.sum())
+
+    def take(self, own: list[str], folder: str, limit: int) -> list[str]:
+        """Up to ``limit`` files not picked yet: those of ``own`` first, then those below ``folder`` in path
+        order ('' is the root); each is picked once."""
+        with self._lock:
+            if self._left == 0:
+                return []
+            first = [i for i in (self._position.get(p) for p in own) if i is not None and not self._taken[i]]
+            first = first[:limit]
+            self._taken[first] = True
+            if folder:  # the run of paths starting "folder/": from it up to "folder0" ('0' follows '/')
+                low, high = bisect.bisect_left(self._paths, f"{folder}/"), bisect.bisect_left(self._paths, f"{folder}0")
+            else:
+                low, high = 0, len(self._paths)
+            rest = (np.flatnonzero(~self._taken[low:high])[: limit - len(first)] + low).tolist()
+            self._taken[rest] = True
+            picked = first + rest
+            self._left -= len(picked)
+            return [self._paths[i] for i in picked]

@@ -193,6 +193,44 @@ def test_listing_prefetches_sizes_in_the_pool(pool: SynthesisPool, tmp_path: Pat
             assert info.content_bytes <= budget, "the memory budget holds with the pool"
 
 
+def test_prefetch_picks_own_files_then_the_subtree_in_path_order_once() -> None:
+    from sgfs.source import _Unasked
+
+    paths = sorted(["a/x.csv", "a/b/1.csv", "a/b/2.csv", "a/c/3.csv", "a-b/4.csv", "a0/5.csv", "z.csv"])
+    unasked = _Unasked(paths, [p == "a/b/2.csv" for p in paths])  # a size already known: never picked
+    assert unasked.take(["a/x.csv", "gone.csv"], "a", 2) == ["a/x.csv", "a/b/1.csv"]
+    assert unasked.take([], "a", 10) == ["a/c/3.csv"]  # "a-b" and "a0" are not below "a"
+    assert unasked.take(["a/x.csv"], "a", 10) == []
+    assert unasked.take([], "", 10) == ["a-b/4.csv", "a0/5.csv", "z.csv"]
+    assert unasked.take(["z.csv"], "", 10) == []
+
+
+def test_a_second_source_asks_the_pool_nothing_for_sizes_on_disk(tmp_path: Path) -> None:
+    seed = small_seeds()["csv"][0]
+    r = repo(seed)
+    first = MountSource([seed], disk=DiskCache(tmp_path, 256 * MIB))
+    for path in r.file_paths():
+        first.stat(f"/{seed}/{path}")
+
+    class NoPool:
+        def submit(self, *args: object) -> None:
+            raise AssertionError("a size the disk cache holds was asked of the pool")
+
+    second = MountSource([seed], disk=DiskCache(tmp_path, 256 * MIB), pool=NoPool())  # type: ignore[arg-type]
+    walked = [""]
+    for folder in walked:
+        entries = second.listdir(f"/{seed}/{folder}")
+        stats = second.peek_stats(f"/{seed}/{folder}", entries)
+        for (name, is_dir), stat in zip(entries, stats, strict=True):
+            child = f"{folder}/{name}" if folder else name
+            assert stat is not None and stat.is_dir == is_dir
+            if is_dir:
+                walked.append(child)
+            else:
+                assert stat.size == len(r.read(child))
+    assert second.cache_info().generated == 0
+
+
 def test_reads_racing_a_prefetch_synthesise_once(pool: SynthesisPool) -> None:
     seed = small_seeds()["txt"][0]
     r = repo(seed)

@@ -189,6 +189,79 @@ def test_entry_sizes_match_libfuse() -> None:
         assert lib.fuse_add_direntry(None, None, 0, name, None, 1) == (DIRENT_HEADER + length + 7) & ~7
 
 
+def libfuse_page(mount: Any, entries: list[DirEntry], offset: int, size: int, plus: bool) -> bytes:
+    """The page libfuse's own fuse_add_direntry(_plus) writes for ``entries``: the reference for pack_entries."""
+    from sgfs.fuse_ops import DIR_MODE, FILE_MODE, Attributes
+    from sgfs.lowlevel import FuseEntryParam
+
+    buffer = ctypes.create_string_buffer(size)
+    used = 0
+    for index, entry in enumerate(entries, start=offset + 1):
+        name = entry.name.encode("utf-8", "surrogateescape")
+        number = entry.ino or path_ino(entry.path)
+        mode = DIR_MODE if entry.is_dir else FILE_MODE
+        if plus:
+            found = entry.attributes
+            if found is not None:
+                param = mount._entry(Attributes(number, found.is_dir, found.size, found.nlink))
+            else:
+                param = FuseEntryParam()
+                param.attr.st_ino, param.attr.st_mode = number, mode
+            add = mount.lib.fuse_add_direntry_plus
+            need = add(None, ctypes.addressof(buffer) + used, size - used, name, ctypes.byref(param), index)
+        else:
+            from sgfs.lowlevel import c_stat
+
+            st = c_stat()
+            st.st_ino, st.st_mode = number, mode
+            add = mount.lib.fuse_add_direntry
+            need = add(None, ctypes.addressof(buffer) + used, size - used, name, ctypes.byref(st), index)
+        if need > size - used:
+            break
+        used += need
+    return buffer.raw[:used]
+
+
+@pytest.mark.parametrize("plus", [True, False])
+@pytest.mark.parametrize("timeout", [3600.0, 1.25, 0.0])
+def test_listing_pages_are_the_bytes_libfuse_writes(plus: bool, timeout: float) -> None:
+    """pack_entries writes the kernel ABI itself: byte for byte what libfuse's helpers write, for directories,
+    files with and without attributes, odd names, and a page that fills up; only the entries that fit and
+    carry attributes count as lookups."""
+    from sgfs.fuse_ops import Attributes
+    from sgfs.lowlevel import LowLevelMount
+
+    require_fuse()
+    seed = small_seeds()["csv"][0]
+    fs = SgfsFilesystem(MountSource([seed], factory=generators.repository))
+    mount = LowLevelMount(fs, timeout)
+    entries = [
+        DirEntry(".", f"/{seed}", True, 7),
+        DirEntry("..", "/", True, ROOT_INO),
+        DirEntry("sub", f"/{seed}/sub", True, 0, Attributes(0, True, 0, 5)),
+        DirEntry("a.csv", f"/{seed}/a.csv", False, 0, Attributes(0, False, 1234567, 1)),
+        DirEntry("b.csv", f"/{seed}/b.csv", False),  # size unknown: name and type only
+        DirEntry("ünï\udcff.csv", f"/{seed}/ünï\udcff.csv", False, 0, Attributes(0, False, 0, 1)),
+        *[
+            DirEntry(f"{'n' * 200}{i}", f"/{seed}/{'n' * 200}{i}", False, 0, Attributes(0, False, i, 1))
+            for i in range(40)
+        ],
+    ]
+    for offset, size in ((0, 4096), (5, 4096), (0, 200), (3, 1 << 17)):
+        fs.inodes = InodeTable()
+        expected = libfuse_page(mount, entries, offset, size, plus)
+        assert mount.pack_entries(entries, offset, size, plus) == expected
+        fitted, used = 0, 0
+        header = 152 if plus else 24
+        for entry in entries:
+            need = (header + len(entry.name.encode("utf-8", "surrogateescape")) + 7) & ~7
+            if used + need > size:
+                break
+            fitted, used = fitted + 1, used + need
+        with_attributes = sum(1 for e in entries[:fitted] if plus and e.attributes is not None)
+        assert len(fs.inodes) == 1 + with_attributes
+
+
 @pytest.mark.fuse
 def test_an_audited_mount_sees_every_listing_open_and_read(tmp_path: Path) -> None:
     seed = small_seeds()["json"][0]
@@ -239,6 +312,7 @@ def test_open_and_opendir_answers(kernel_skips: bool, audited: bool) -> None:
     fs = SgfsFilesystem(MountSource([seed]), audit=sink if audited else None)  # type: ignore[arg-type]
     mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)
     mount.fs, mount.timeout, mount.lib = fs, 3600.0, RecordingLib()  # type: ignore[assignment]
+    mount._thread_states = set()
     mount.kernel_skips_open = mount.kernel_skips_opendir = kernel_skips
     top = fs.lookup(ROOT_INO, str(seed))
     name = repo(seed).file_paths()[0]

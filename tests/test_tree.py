@@ -40,6 +40,18 @@ def test_listing_every_directory_gives_exactly_the_file_list(seed: int) -> None:
     assert _walk(seed) == repo(seed).file_paths()
 
 
+@pytest.mark.parametrize("seed", [*range(1, 41), 118, 279, 288, 303])
+def test_listings_built_at_once_equal_each_directory_listed(seed: int) -> None:
+    r = repo(seed)
+    listings = r.listings
+    walked: list[str] = [""]
+    for folder in walked:  # every directory reachable from the root, and no other, is in the index
+        entries = [(e.name, e.is_dir) for e in r.list(folder)]
+        assert listings[folder] == entries
+        walked += [f"{folder}/{name}" if folder else name for name, is_dir in entries if is_dir]
+    assert sorted(listings) == sorted(walked)
+
+
 @pytest.mark.parametrize("seed", [1, 3, 10, 118])
 def test_files_are_unique_and_have_the_extension(seed: int) -> None:
     r = repo(seed)
