@@ -96,7 +96,7 @@ class Repository:
         parts = split_path(path)
         if parts == [README_NAME] and self.has_readme:
             return self.readme
-        return encode(self.table(path), self.spec.extension)
+        return self.encode_table(self.table(path))
 
     def size(self, path: str) -> int:
         """``len(self.read(path))``, from the cell texts where the format allows, without building the file."""
@@ -111,26 +111,36 @@ class Repository:
         Cheaper per file than ``size`` one by one: the text of continuous columns is measured in one
         whole-array pass over all the tables (``encoded_sizes``) instead of being written per column.
         """
-        results: builtins.list[int | Exception] = []
+        return [size for size, _ in self.measure(paths)]
+
+    def measure(self, paths: builtins.list[str]) -> builtins.list[tuple[int | Exception, Table | None]]:
+        """``sizes``, each with the table it measured (None for the README and failures): ``encode_table`` of
+        that table is then the file's bytes, so a file measured first is assembled later without being
+        synthesised again."""
+        results: builtins.list[tuple[int | Exception, Table | None]] = []
         tables: builtins.list[Table] = []
         slots: builtins.list[int] = []
         for path in paths:
             try:
                 if split_path(path) == [README_NAME] and self.has_readme:
-                    results.append(len(self.readme))
+                    results.append((len(self.readme), None))
                     continue
                 tables.append(self.table(path))
                 slots.append(len(results))
-                results.append(-1)
+                results.append((-1, None))
             except Exception as exc:  # the caller decides what a failed path means
-                results.append(exc)
+                results.append((exc, None))
         measure_text(tables)
         for slot, table in zip(slots, tables, strict=True):
             try:
-                results[slot] = encoded_size(table, self.spec.extension)
+                results[slot] = (encoded_size(table, self.spec.extension), table)
             except Exception as exc:
-                results[slot] = exc
+                results[slot] = (exc, None)
         return results
+
+    def encode_table(self, table: Table) -> bytes:
+        """The bytes of the data file whose table this is (``read`` is ``encode_table(table(path))``)."""
+        return encode(table, self.spec.extension)
 
     def file_paths(self) -> builtins.list[str]:
         """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""

@@ -157,8 +157,11 @@ class MountSource:
         self._prefetched: LRUCache[tuple[int, str], bool] = LRUCache(maxsize=65_536)  # directories done
         # Per seed: which files' sizes are known or asked of the pool (prefetch picks among the others).
         self._unasked: LRUCache[int, _Unasked] = LRUCache(maxsize=max(repositories, 1))
-        # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice.
+        # Files whose size a pool worker is computing: stat and read wait for it rather than synthesise twice;
+        # then files it is assembling from the tables it kept: read waits for those bytes.
         self._prefetch_flight: _InFlight[tuple[int, str], int] = _InFlight()
+        self._content_flight: _InFlight[tuple[int, str], bool] = _InFlight()
+        self._encoding: dict[tuple[int, str], tuple[int, Future[list[Synthesised]]]] = {}  # worker, task
 
     # -- public API (mount paths) ----------------------------------------------------------------------
     def stat(self, path: str) -> Stat:
@@ -357,8 +360,15 @@ class MountSource:
         def synthesise() -> bytes:
             repo = self._repository(seed)
             waiting = self._prefetch_flight.pending(key)
-            if waiting is not None:  # a pool worker is on it: its bytes land in memory or on disk
+            if waiting is not None:  # a pool worker is measuring it: then it assembles it (or fails)
                 waiting.exception()
+            assembling = self._content_flight.pending(key)
+            if assembling is not None:  # its bytes land in memory or on disk
+                with self._lock:
+                    task = self._encoding.get(key)
+                if task is not None and self._pool is not None:
+                    self._pool.hurry(*task)  # a reader waits: before the sizes still queued
+                assembling.exception()
                 with self._lock:
                     done = self._content.get(key)
                 if done is not None:
@@ -427,16 +437,17 @@ class MountSource:
                 continue
             claimed.append((child, future))
         repo_key = self._repo_key(seed, repo)
-        # With nowhere to keep bytes, workers compute sizes from the cell texts and never assemble the file.
-        sizes_only = self._disk is None and self._content.maxsize == 0
+        # Sizes first, then (queued behind the sizes asked meanwhile) the bytes from the tables the worker kept;
+        # with nowhere to keep bytes, sizes only.
+        assemble = self._disk is not None or self._content.maxsize > 0
         for start in range(0, len(claimed), PREFETCH_BATCH):
             batch = claimed[start : start + PREFETCH_BATCH]
             try:
-                task = self._pool.submit(repo_key, repo.spec, [p for p, _ in batch], self._disk, sizes_only)
+                worker, task = self._pool.measure(repo_key, repo.spec, [p for p, _ in batch], keep=assemble)
             except Exception:  # a broken or closed pool: the files are synthesised in process
-                self._settle(seed, batch, None)
+                self._settle(seed, repo, batch, None, None)
                 continue
-            task.add_done_callback(functools.partial(self._settle, seed, batch))
+            task.add_done_callback(functools.partial(self._settle, seed, repo, batch, worker if assemble else None))
 
     def _unasked_of(self, seed: int, repo: Repository) -> _Unasked:
         with self._lock:
@@ -452,11 +463,20 @@ class MountSource:
                 unasked = self._unasked.setdefault(seed, unasked)
         return unasked
 
-    def _settle(self, seed: int, batch: list[tuple[str, Future[int]]], done: Future[list[Synthesised]] | None) -> None:
-        """Memo the sizes (and keep the bytes) a pool task computed; -1 for files the task did not do."""
+    def _settle(
+        self,
+        seed: int,
+        repo: Repository,
+        batch: list[tuple[str, Future[int]]],
+        worker: int | None,
+        done: Future[list[Synthesised]] | None,
+    ) -> None:
+        """Memo the sizes a pool task measured (-1 for files it did not do); then, with ``worker``, ask that
+        worker for their bytes. Reads of those files wait for the bytes rather than synthesise them again."""
         results: dict[str, Synthesised] = {}
         if done is not None and not done.cancelled() and done.exception() is None:
             results = {r.path: r for r in done.result()}
+        to_encode: list[str] = []
         for path, future in batch:
             key = (seed, path)
             result = results.get(path)
@@ -464,12 +484,44 @@ class MountSource:
                 with self._lock:
                     self._generated += 1
                     self._stats[key] = Stat(False, result.size, 1)
-                    if result.content is not None and len(result.content) <= self._content.maxsize:
-                        self._content[key] = result.content
+                # Claimed before the size is released: a read woken by the size then finds the bytes on the way.
+                if worker is not None and self._file_flight.pending(key) is None:
+                    pending = self._content_flight.claim(key)
+                    if pending is not None:
+                        to_encode.append(path)
                 future.set_result(result.size)
             else:  # failed in the worker: stat and read synthesise in process and report the error there
                 future.set_result(-1)
             self._prefetch_flight.release(key)
+        if not to_encode or worker is None or self._pool is None:
+            return
+        try:
+            task = self._pool.encode(worker, self._repo_key(seed, repo), repo.spec, to_encode, self._disk)
+        except Exception:  # a closed pool: reads synthesise in process
+            self._settle_content(seed, to_encode, None)
+            return
+        with self._lock:
+            for path in to_encode:
+                self._encoding[(seed, path)] = (worker, task)
+        task.add_done_callback(functools.partial(self._settle_content, seed, to_encode))
+
+    def _settle_content(self, seed: int, paths: list[str], done: Future[list[Synthesised]] | None) -> None:
+        """Keep the bytes a pool task assembled (those the disk cache holds are read from there)."""
+        results: dict[str, Synthesised] = {}
+        if done is not None and not done.cancelled() and done.exception() is None:
+            results = {r.path: r for r in done.result()}
+        for path in paths:
+            key = (seed, path)
+            result = results.get(path)
+            content = None if result is None else result.content
+            with self._lock:
+                self._encoding.pop(key, None)
+                if content is not None and len(content) <= self._content.maxsize:
+                    self._content[key] = content
+            future = self._content_flight.pending(key)
+            if future is not None:
+                future.set_result(result is not None and result.size >= 0)
+            self._content_flight.release(key)
 
 
 class _Unasked:

@@ -1,23 +1,37 @@
 """Cold work spread over processes: synthesise batches of files of one repository in a pool sized to the cores.
 
 Workers rebuild the repository from its spec (sent pickled with every batch, pickled once per repository in the
-parent and unpickled only by a worker that does not hold that repository yet), synthesise every
-path of the batch with the same code as the daemon, store each file in the disk cache when one is
-configured, and send back the sizes and the contents the disk cache did not keep. Bytes are identical to
-in-process synthesis by construction: same functions, same inputs.
+parent and unpickled only by a worker that does not hold that repository yet) and run the same code as the
+daemon, so bytes are identical to in-process synthesis by construction: same functions, same inputs.
+
+A listing needs sizes, a read needs bytes, and a file's table is most of the cost of either. So a batch goes in
+two steps to one worker: ``measure`` synthesises the tables, sends back the exact sizes at once and keeps the
+tables; ``encode`` assembles the files from the kept tables (stores them in the disk cache when one is
+configured) and sends back the contents the disk did not keep. Each worker is its own single-process executor
+with two queues, measures first, so a recursive listing gets its sizes before files are assembled, the files
+follow without being synthesised twice, and an ``encode`` reaches the worker that holds its tables. A reader
+waiting for a file's bytes ``hurry``s its encode ahead of the measures.
 """
 
 from __future__ import annotations
 
+import collections
+import functools
+import itertools
 import multiprocessing
+import multiprocessing.context
 import os
 import pickle
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachetools import LRUCache
+
 from generators import Repository, Spec
+from generators.synth import Table
 from sgfs.diskcache import DiskCache
 
 
@@ -25,13 +39,19 @@ from sgfs.diskcache import DiskCache
 class Synthesised:
     path: str
     size: int  # -1 when synthesis failed
-    content: bytes | None  # None when the disk cache holds it (or on failure)
+    content: bytes | None  # None when the disk cache holds it, when only measured, or on failure
     error: str = ""
 
 
 _MAX_PICKLED_SPECS = 64
+# Tables a worker keeps between measuring and encoding, bounded by an estimate of their memory; one that was
+# dropped is synthesised again by ``encode``.
+KEPT_TABLE_BYTES = 128 << 20
 _disks: dict[tuple[str, int], DiskCache] = {}
 _repositories: dict[str, Repository] = {}
+_tables: LRUCache[tuple[str, str], Table] = LRUCache(
+    maxsize=KEPT_TABLE_BYTES, getsizeof=lambda table: 64 * max(1, table.n_rows) * max(1, len(table.columns))
+)
 
 
 def _start_worker() -> None:
@@ -40,39 +60,60 @@ def _start_worker() -> None:
     generators.repository(0)  # load the data files once, before the first real request
 
 
-def _synthesise(
-    repo_key: str,
-    pickled_spec: bytes,
-    paths: Sequence[str],
-    disk_place: tuple[str, int] | None,
-    sizes_only: bool = False,
-) -> list[Synthesised]:
-    _disk = None
-    if disk_place is not None:
-        _disk = _disks.get(disk_place)
-        if _disk is None:
-            _disk = _disks[disk_place] = DiskCache(Path(disk_place[0]), disk_place[1])
+def _repository(repo_key: str, pickled_spec: bytes) -> Repository:
     repo = _repositories.get(repo_key)
     if repo is None:
         if len(_repositories) >= 8:
             _repositories.clear()
         spec: Spec = pickle.loads(pickled_spec)  # only here: a known repository skips the unpickling
         repo = _repositories[repo_key] = Repository(spec)
+    return repo
+
+
+def _disk(disk_place: tuple[str, int] | None) -> DiskCache | None:
+    if disk_place is None:
+        return None
+    disk = _disks.get(disk_place)
+    if disk is None:
+        disk = _disks[disk_place] = DiskCache(Path(disk_place[0]), disk_place[1])
+    return disk
+
+
+def _failed(path: str, exc: BaseException) -> Synthesised:
+    return Synthesised(path, -1, None, f"{type(exc).__name__}: {exc}")
+
+
+def _measure(repo_key: str, pickled_spec: bytes, paths: Sequence[str], keep: bool) -> list[Synthesised]:
+    """Exact sizes from the cell texts, the whole batch measured together, no file assembled; with ``keep``,
+    the tables stay here for ``_encode``."""
+    repo = _repository(repo_key, pickled_spec)
     results: list[Synthesised] = []
-    if sizes_only:  # exact sizes from the cell texts, the whole batch measured together; no file is assembled
-        for path, size in zip(paths, repo.sizes(list(paths)), strict=True):
-            if isinstance(size, Exception):
-                results.append(Synthesised(path, -1, None, f"{type(size).__name__}: {size}"))
-            else:
-                results.append(Synthesised(path, size, None))
-        return results
+    for path, (size, table) in zip(paths, repo.measure(list(paths)), strict=True):
+        if isinstance(size, Exception):
+            results.append(_failed(path, size))
+            continue
+        if keep and table is not None:
+            _tables[(repo_key, path)] = table
+        results.append(Synthesised(path, size, None))
+    return results
+
+
+def _encode(
+    repo_key: str, pickled_spec: bytes, paths: Sequence[str], disk_place: tuple[str, int] | None
+) -> list[Synthesised]:
+    """The files' bytes, from the tables ``_measure`` kept (or synthesised again); stored in the disk cache
+    when there is one, and sent back when it did not keep them."""
+    repo = _repository(repo_key, pickled_spec)
+    disk = _disk(disk_place)
+    results: list[Synthesised] = []
     for path in paths:
         try:
-            content = repo.read(path)
+            table = _tables.pop((repo_key, path), None)
+            content = repo.read(path) if table is None else repo.encode_table(table)
         except Exception as exc:  # reported to the caller, who synthesises in process and maps the error
-            results.append(Synthesised(path, -1, None, f"{type(exc).__name__}: {exc}"))
+            results.append(_failed(path, exc))
             continue
-        stored = _disk is not None and _disk.put(repo_key, path, content) > len(content)
+        stored = disk is not None and disk.put(repo_key, path, content) > len(content)
         results.append(Synthesised(path, len(content), None if stored else content))
     return results
 
@@ -81,37 +122,116 @@ def _nothing() -> None:
     return None
 
 
+class _Worker:
+    """One worker process and its two queues: a measure always goes before an encode waiting here, so that a
+    recursive listing gets its sizes before any file is assembled. At most ``depth`` tasks are handed to the
+    process at once (one running, one ready), the rest wait here where their order can still change."""
+
+    def __init__(self, context: multiprocessing.context.SpawnContext, depth: int = 2) -> None:
+        self.executor = ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker)
+        self._lock = threading.Lock()
+        self._measures: collections.deque[_Task] = collections.deque()
+        self._encodes: collections.deque[_Task] = collections.deque()
+        self._handed = 0
+        self._measuring = 0  # measures handed to the process and not done
+        self._depth = depth
+
+    def put(self, task: _Task, *, first: bool) -> None:
+        with self._lock:
+            (self._measures if first else self._encodes).append(task)
+        self._pump()
+
+    def hurry(self, future: Future[list[Synthesised]]) -> None:
+        """A reader waits for this task: it goes first, before any measure waiting here."""
+        with self._lock:
+            for task in self._encodes:
+                if task.future is future:
+                    self._encodes.remove(task)
+                    self._measures.appendleft(task)
+                    return
+
+    def _pump(self) -> None:
+        while True:
+            with self._lock:
+                if self._handed >= self._depth or not (self._measures or self._encodes):
+                    return
+                task = (self._measures or self._encodes).popleft()
+                self._handed += 1
+                self._measuring += task.function is _measure
+            try:
+                inner = self.executor.submit(task.function, *task.args)
+            except Exception as exc:  # a closed or broken pool
+                with self._lock:
+                    self._handed -= 1
+                task.future.set_exception(exc)
+                continue
+            inner.add_done_callback(functools.partial(self._done, task))
+
+    def _done(self, task: _Task, inner: Future[list[Synthesised]]) -> None:
+        with self._lock:
+            self._handed -= 1
+            self._measuring -= task.function is _measure
+        exc = inner.exception() if not inner.cancelled() else CancelledError()
+        if exc is None:
+            task.future.set_result(inner.result())
+        else:
+            task.future.set_exception(exc)
+        self._pump()
+
+    def close(self) -> None:
+        with self._lock:
+            waiting = [*self._measures, *self._encodes]
+            self._measures.clear()
+            self._encodes.clear()
+        for task in waiting:
+            task.future.cancel()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class _Task:
+    function: Callable[..., list[Synthesised]]
+    args: tuple[object, ...]
+    future: Future[list[Synthesised]] = field(default_factory=Future)
+
+
 class SynthesisPool:
-    """A process pool for batches of one repository's files."""
+    """Worker processes for batches of one repository's files, each with its own queues."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         # spawn: the daemon is multithreaded when the pool starts, and fork would copy held locks.
-        self._executor = ProcessPoolExecutor(
-            self.workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_start_worker,
-        )
+        context = multiprocessing.get_context("spawn")
+        self._workers = [_Worker(context) for _ in range(self.workers)]
+        self._turn = itertools.count()  # next() is atomic under the GIL
         self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
 
     def warm(self) -> None:
         """Start every worker now rather than on the first cold request."""
-        for _ in range(self.workers):
-            self._executor.submit(_nothing)
+        for worker in self._workers:
+            worker.executor.submit(_nothing)
 
-    def submit(
-        self,
-        repo_key: str,
-        spec: Spec,
-        paths: Sequence[str],
-        disk: DiskCache | None = None,
-        sizes_only: bool = False,
+    def measure(
+        self, repo_key: str, spec: Spec, paths: Sequence[str], keep: bool = True
+    ) -> tuple[int, Future[list[Synthesised]]]:
+        """The sizes of ``paths`` (each worker in turn); the worker's number, to which ``encode`` goes."""
+        number = next(self._turn) % self.workers
+        task = _Task(_measure, (repo_key, self._pickled(repo_key, spec), list(paths), keep))
+        self._workers[number].put(task, first=True)
+        return number, task.future
+
+    def encode(
+        self, worker: int, repo_key: str, spec: Spec, paths: Sequence[str], disk: DiskCache | None = None
     ) -> Future[list[Synthesised]]:
-        """Synthesise ``paths``; with ``disk``, the worker stores each file there and returns its size only."""
+        """The bytes of ``paths`` measured by ``worker``; with ``disk``, stored there and sent back only if not."""
         place = (str(disk.root.parent), disk.max_bytes) if disk is not None else None
-        return self._executor.submit(
-            _synthesise, repo_key, self._pickled(repo_key, spec), list(paths), place, sizes_only
-        )
+        task = _Task(_encode, (repo_key, self._pickled(repo_key, spec), list(paths), place))
+        self._workers[worker].put(task, first=False)
+        return task.future
+
+    def hurry(self, worker: int, future: Future[list[Synthesised]]) -> None:
+        """Someone waits for the bytes of an ``encode`` task not started yet: run it next on its worker."""
+        self._workers[worker].hurry(future)
 
     def _pickled(self, repo_key: str, spec: Spec) -> bytes:
         pickled = self._pickled_specs.get(repo_key)
@@ -122,4 +242,5 @@ class SynthesisPool:
         return pickled
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        for worker in self._workers:
+            worker.close()

@@ -286,6 +286,68 @@ def test_sizes_from_cell_texts_equal_the_encoded_length(extension: str) -> None:
     assert checked > 0
 
 
+@pytest.mark.parametrize("extension", ["csv", "txt", "json", "jsonl", "xlsx", "log"])
+def test_a_measured_table_encodes_to_the_bytes_of_a_read(extension: str) -> None:
+    for seed in small_seeds()[extension][:2]:
+        paths = repo(seed).file_paths()
+        fresh = Repository(repo(seed).spec)  # nothing cached: the tables are the measured ones
+        for path, (size, table) in zip(paths, fresh.measure(paths), strict=True):
+            content = repo(seed).read(path)
+            assert size == len(content), (seed, path)
+            assert (fresh.readme if table is None else fresh.encode_table(table)) == content, (seed, path)
+
+
+def test_the_pool_measures_then_encodes_the_same_bytes(pool: SynthesisPool, tmp_path: Path) -> None:
+    seed = small_seeds()["xlsx"][0]
+    r = repo(seed)
+    paths = r.file_paths()
+    key = repository_key(seed, r.spec)
+    worker, sizes = pool.measure(key, r.spec, paths)
+    assert [(x.path, x.size) for x in sizes.result(timeout=60)] == [(p, len(r.read(p))) for p in paths]
+    assert all(x.content is None for x in sizes.result())
+    # From the kept tables on the worker that measured them, or synthesised again on the other one.
+    for number in (worker, 1 - worker):
+        got = pool.encode(number, key, r.spec, paths).result(timeout=60)
+        assert [(x.path, x.content) for x in got] == [(p, r.read(p)) for p in paths]
+    disk = DiskCache(tmp_path, 256 * MIB)
+    stored = pool.encode(worker, key, r.spec, paths, disk).result(timeout=60)
+    assert all(x.content is None and x.size == len(r.read(x.path)) for x in stored)
+    assert all(disk.content(key, p) == r.read(p) for p in paths)
+
+
+def test_a_worker_runs_measures_first_and_a_hurried_encode_before_them() -> None:
+    from concurrent.futures import Future
+
+    from sgfs import synthpool
+
+    handed: list[str] = []
+    pending: list[Future[list[synthpool.Synthesised]]] = []
+
+    class Recorder:
+        def submit(self, function: object, *args: object) -> Future[list[synthpool.Synthesised]]:
+            handed.append(str(args[2][0]))  # type: ignore[index]
+            future: Future[list[synthpool.Synthesised]] = Future()
+            pending.append(future)
+            return future
+
+    worker = synthpool._Worker.__new__(synthpool._Worker)
+    worker.executor = Recorder()  # type: ignore[assignment]
+    worker._lock, worker._handed, worker._measuring, worker._depth = threading.Lock(), 0, 0, 1
+    worker._measures, worker._encodes = synthpool.collections.deque(), synthpool.collections.deque()
+    tasks = {
+        name: synthpool._Task(synthpool._encode if name.startswith("e") else synthpool._measure, ("k", b"", [name]))
+        for name in ("m1", "e1", "e2", "m2", "e3", "m3")
+    }
+    for name, task in tasks.items():
+        worker.put(task, first=name.startswith("m"))
+    worker.hurry(tasks["e3"].future)
+    while len(handed) < len(tasks):
+        pending[len(handed) - 1].set_result([])  # the running task ends: the next one is handed
+    assert handed == ["m1", "e3", "m2", "m3", "e1", "e2"]
+    pending[-1].set_result([])
+    assert all(task.future.done() for task in tasks.values())
+
+
 def test_sizes_only_prefetch_without_anywhere_to_keep_bytes(pool: SynthesisPool) -> None:
     seed = small_seeds()["log"][0]
     r = repo(seed)
