@@ -192,7 +192,7 @@ def serve(
     disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
     pool = SynthesisPool(workers) if workers != 0 else None
     if pool is not None:
-        pool.warm()
+        pool.warm(timeout=30)  # before the mount answers, so the first cold requests find the workers up
     source = MountSource(
         seeds, cache_bytes=cache_mb * MIB, factory=factory or generators.repository, disk=disk, pool=pool
     )

@@ -23,7 +23,9 @@ import multiprocessing.context
 import os
 import pickle
 import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent import futures
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +136,8 @@ class _Worker:
         self._encodes: collections.deque[_Task] = collections.deque()
         self._handed = 0
         self._measuring = 0  # measures handed to the process and not done
+        self.reader_window_s = 0.5
+        self._readers_until = 0.0  # until then a reader is waiting for bytes: encodes go first
         self._depth = depth
 
     def put(self, task: _Task, *, first: bool) -> None:
@@ -142,12 +146,14 @@ class _Worker:
         self._pump()
 
     def hurry(self, future: Future[list[Synthesised]]) -> None:
-        """A reader waits for this task: it goes first, before any measure waiting here."""
+        """A reader waits for this task: it goes first, and for a while encodes go before measures (a reader
+        reads on: `cat` of many files wants bytes, not the sizes of files further on)."""
         with self._lock:
+            self._readers_until = time.monotonic() + self.reader_window_s
             for task in self._encodes:
                 if task.future is future:
                     self._encodes.remove(task)
-                    self._measures.appendleft(task)
+                    self._encodes.appendleft(task)
                     return
 
     def _pump(self) -> None:
@@ -155,7 +161,8 @@ class _Worker:
             with self._lock:
                 if self._handed >= self._depth or not (self._measures or self._encodes):
                     return
-                task = (self._measures or self._encodes).popleft()
+                reading = self._encodes and time.monotonic() < self._readers_until
+                task = (self._encodes if reading else self._measures or self._encodes).popleft()
                 self._handed += 1
                 self._measuring += task.function is _measure
             try:
@@ -206,10 +213,11 @@ class SynthesisPool:
         self._turn = itertools.count()  # next() is atomic under the GIL
         self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
 
-    def warm(self) -> None:
-        """Start every worker now rather than on the first cold request."""
-        for worker in self._workers:
-            worker.executor.submit(_nothing)
+    def warm(self, timeout: float | None = None) -> None:
+        """Start every worker now rather than on the first cold request, and wait (up to ``timeout`` seconds)
+        until each has loaded what it needs: a request that meets a starting worker waits ~0.3 s for it."""
+        started = [worker.executor.submit(_nothing) for worker in self._workers]
+        futures.wait(started, timeout=timeout)
 
     def measure(
         self, repo_key: str, spec: Spec, paths: Sequence[str], keep: bool = True

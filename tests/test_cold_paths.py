@@ -315,7 +315,7 @@ def test_the_pool_measures_then_encodes_the_same_bytes(pool: SynthesisPool, tmp_
     assert all(disk.content(key, p) == r.read(p) for p in paths)
 
 
-def test_a_worker_runs_measures_first_and_a_hurried_encode_before_them() -> None:
+def test_a_worker_runs_measures_first_and_encodes_first_while_a_reader_waits() -> None:
     from concurrent.futures import Future
 
     from sgfs import synthpool
@@ -333,19 +333,30 @@ def test_a_worker_runs_measures_first_and_a_hurried_encode_before_them() -> None
     worker = synthpool._Worker.__new__(synthpool._Worker)
     worker.executor = Recorder()  # type: ignore[assignment]
     worker._lock, worker._handed, worker._measuring, worker._depth = threading.Lock(), 0, 0, 1
+    worker._readers_until, worker.reader_window_s = 0.0, 600.0
     worker._measures, worker._encodes = synthpool.collections.deque(), synthpool.collections.deque()
-    tasks = {
-        name: synthpool._Task(synthpool._encode if name.startswith("e") else synthpool._measure, ("k", b"", [name]))
-        for name in ("m1", "e1", "e2", "m2", "e3", "m3")
-    }
-    for name, task in tasks.items():
-        worker.put(task, first=name.startswith("m"))
-    worker.hurry(tasks["e3"].future)
-    while len(handed) < len(tasks):
-        pending[len(handed) - 1].set_result([])  # the running task ends: the next one is handed
-    assert handed == ["m1", "e3", "m2", "m3", "e1", "e2"]
-    pending[-1].set_result([])
-    assert all(task.future.done() for task in tasks.values())
+
+    def run(names: tuple[str, ...], hurried: str = "") -> list[str]:
+        handed.clear()
+        pending.clear()
+        tasks = {
+            name: synthpool._Task(synthpool._encode if name[0] == "e" else synthpool._measure, ("k", b"", [name]))
+            for name in names
+        }
+        for name, task in tasks.items():
+            worker.put(task, first=name.startswith("m"))
+        if hurried:
+            worker.hurry(tasks[hurried].future)
+        while len(handed) < len(tasks):
+            pending[len(handed) - 1].set_result([])  # the running task ends: the next one is handed
+        pending[-1].set_result([])
+        assert all(task.future.done() for task in tasks.values())
+        return handed
+
+    names = ("m1", "e1", "e2", "m2", "e3", "m3")
+    assert run(names) == ["m1", "m2", "m3", "e1", "e2", "e3"]  # m1 is handed at once; sizes before bytes
+    # A reader waits for e3: it goes next, and for a while encodes go before measures.
+    assert run(names, hurried="e3") == ["m1", "e3", "e1", "e2", "m2", "m3"]
 
 
 def test_sizes_only_prefetch_without_anywhere_to_keep_bytes(pool: SynthesisPool) -> None:
