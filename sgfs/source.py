@@ -71,6 +71,10 @@ class CacheInfo:
     repositories: int
 
 
+def _directory_stat(entries: Sequence[tuple[str, bool]]) -> Stat:
+    return Stat(True, 0, 2 + sum(1 for _, is_dir in entries if is_dir))  # nlink: 2 + subdirectories
+
+
 def seed_from_name(name: str) -> int | None:
     """The seed a root entry names, or None: canonical decimal only ("007", "+7", "-1" are not seeds)."""
     if not (name.isascii() and name.isdigit()) or (len(name) > 1 and name[0] == "0"):
@@ -177,7 +181,7 @@ class MountSource:
         repo = self._repository(seed)
         entries = self._listing(seed, repo, rel)
         if entries is not None:
-            stat = Stat(True, 0, 2 + sum(1 for _, is_dir in entries if is_dir))
+            stat = _directory_stat(entries)
         else:
             self._guard(seed, rel, lambda: repo.lookup(rel))  # FileNotFoundError unless it is a file
             # An exact st_size means the bytes: synthesise (and cache) them once, memo the size; unless the
@@ -249,7 +253,7 @@ class MountSource:
             stat: Stat | None
             if is_dir:
                 below = self._listing(seed, repo, child)
-                stat = None if below is None else Stat(True, 0, 2 + sum(1 for _, d in below if d))
+                stat = None if below is None else _directory_stat(below)
             elif size is not None:
                 stat = Stat(False, size, 1)
             else:  # not in the size index: an entry of the disk cache may still hold it
@@ -437,8 +441,8 @@ class MountSource:
                 continue
             claimed.append((child, future))
         repo_key = self._repo_key(seed, repo)
-        # Sizes first, then (queued behind the sizes asked meanwhile) the bytes from the tables the worker kept;
-        # with nowhere to keep bytes, sizes only.
+        # Sizes first, then the bytes from the tables the worker kept (sgfs.synthpool orders the two); with
+        # nowhere to keep bytes, sizes only.
         assemble = self._disk is not None or self._content.maxsize > 0
         for start in range(0, len(claimed), PREFETCH_BATCH):
             batch = claimed[start : start + PREFETCH_BATCH]

@@ -19,7 +19,6 @@ import collections
 import functools
 import itertools
 import multiprocessing
-import multiprocessing.context
 import os
 import pickle
 import threading
@@ -129,13 +128,12 @@ class _Worker:
     recursive listing gets its sizes before any file is assembled. At most ``depth`` tasks are handed to the
     process at once (one running, one ready), the rest wait here where their order can still change."""
 
-    def __init__(self, context: multiprocessing.context.SpawnContext, depth: int = 2) -> None:
-        self.executor = ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker)
+    def __init__(self, executor: ProcessPoolExecutor, depth: int = 2) -> None:
+        self.executor = executor
         self._lock = threading.Lock()
         self._measures: collections.deque[_Task] = collections.deque()
         self._encodes: collections.deque[_Task] = collections.deque()
         self._handed = 0
-        self._measuring = 0  # measures handed to the process and not done
         self.reader_window_s = 0.5
         self._readers_until = 0.0  # until then a reader is waiting for bytes: encodes go first
         self._depth = depth
@@ -164,7 +162,6 @@ class _Worker:
                 reading = self._encodes and time.monotonic() < self._readers_until
                 task = (self._encodes if reading else self._measures or self._encodes).popleft()
                 self._handed += 1
-                self._measuring += task.function is _measure
             try:
                 inner = self.executor.submit(task.function, *task.args)
             except Exception as exc:  # a closed or broken pool
@@ -177,7 +174,6 @@ class _Worker:
     def _done(self, task: _Task, inner: Future[list[Synthesised]]) -> None:
         with self._lock:
             self._handed -= 1
-            self._measuring -= task.function is _measure
         exc = inner.exception() if not inner.cancelled() else CancelledError()
         if exc is None:
             task.future.set_result(inner.result())
@@ -209,7 +205,9 @@ class SynthesisPool:
         self.workers = max(1, workers or os.cpu_count() or 1)
         # spawn: the daemon is multithreaded when the pool starts, and fork would copy held locks.
         context = multiprocessing.get_context("spawn")
-        self._workers = [_Worker(context) for _ in range(self.workers)]
+        self._workers = [
+            _Worker(ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker)) for _ in range(self.workers)
+        ]
         self._turn = itertools.count()  # next() is atomic under the GIL
         self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
 

@@ -330,11 +330,8 @@ def test_a_worker_runs_measures_first_and_encodes_first_while_a_reader_waits() -
             pending.append(future)
             return future
 
-    worker = synthpool._Worker.__new__(synthpool._Worker)
-    worker.executor = Recorder()  # type: ignore[assignment]
-    worker._lock, worker._handed, worker._measuring, worker._depth = threading.Lock(), 0, 0, 1
-    worker._readers_until, worker.reader_window_s = 0.0, 600.0
-    worker._measures, worker._encodes = synthpool.collections.deque(), synthpool.collections.deque()
+    worker = synthpool._Worker(Recorder(), depth=1)  # type: ignore[arg-type]
+    worker.reader_window_s = 600.0
 
     def run(names: tuple[str, ...], hurried: str = "") -> list[str]:
         handed.clear()
