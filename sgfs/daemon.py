@@ -182,12 +182,14 @@ def serve(
     if cache_mb < 0:
         raise SgfsError(f"invalid --cache-mb {cache_mb}: must be 0 or more")
     from sgfs.fuse_ops import SgfsFilesystem
+    from sgfs.listing_pages import ListingBook
     from sgfs.lowlevel import LowLevelMount, load_libfuse  # ctypes over libfuse: only once FUSE works
 
     load_libfuse()  # a missing or too old libfuse is a clear error before any work starts
-    # Build one repository before mounting: the modules and data files it loads on first use (~0.1 s) are then
-    # not paid by the agent's first `ls`.
-    generators.repository(0).list("")
+    # Build one repository and one listing book before mounting: the modules, data files and code paths they
+    # load on first use (~0.1 s) are then not paid by the agent's first `ls`.
+    warm = generators.repository(0)
+    ListingBook("/0", {"": [(name, is_dir, 0, 1) for name, is_dir in warm.listings[""]]}, TIMEOUT_S, 0, 0)
     # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
     disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
     pool = SynthesisPool(workers) if workers != 0 else None

@@ -85,6 +85,10 @@ class DiskCache:
         index = self._index(repo_key)
         return [index.get(_path_hash(path)) for path in paths]
 
+    def index_count(self, repo_key: str) -> int:
+        """How many sizes the repository's index holds."""
+        return len(self._index(repo_key))
+
     def _index(self, repo_key: str) -> dict[int, int]:
         with self._lock:
             index = self._indexes.get(repo_key)

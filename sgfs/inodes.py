@@ -64,6 +64,26 @@ class InodeTable:
             self._counts[ino] = self._counts.get(ino, 0) + 1
             return ino
 
+    @property
+    def collided(self) -> bool:
+        """Whether some path holds a number other than its hash (a 63-bit collision: never in practice)."""
+        return bool(self._moved)
+
+    def acquire_hashed(self, held: list[tuple[str, int]]) -> bool:
+        """Count one lookup of each (path, number), numbers as ``path_ino`` gives them; False, with nothing
+        counted, when one of those numbers is another path's (then ``acquire`` each path instead)."""
+        with self._lock:
+            paths = self._paths
+            for path, ino in held:
+                holder = paths.get(ino)
+                if holder is not None and holder != path:
+                    return False
+            counts = self._counts
+            for path, ino in held:
+                paths[ino] = path
+                counts[ino] = counts.get(ino, 0) + 1
+        return True
+
     def forget(self, ino: int, lookups: int) -> None:
         """The kernel dropped ``lookups`` of its lookups of ``ino``; at zero the entry goes."""
         if ino == ROOT_INO:

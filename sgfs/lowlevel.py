@@ -17,7 +17,6 @@ import ctypes.util
 import errno
 import logging
 import signal
-import struct
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +33,15 @@ from sgfs.fuse_ops import (
     DirEntry,
     FuseError,
     SgfsFilesystem,
+)
+from sgfs.listing_pages import (
+    DIRENT,
+    DIRENT_HEADER,
+    DIRENTPLUS,
+    DIRENTPLUS_HEADER,
+    S_IFMT,
+    ListingBooks,
+    timeout_parts,
 )
 
 log = logging.getLogger("sgfs.mount")
@@ -79,16 +87,6 @@ class FuseConnInfo(ctypes.Structure):  # the fields before ``reserved``, unchang
     ]
 
 
-# The kernel ABI's listing entries (fuse_kernel.h): a name follows a 24-byte fuse_dirent (ino, off, namelen,
-# type), or a 128-byte fuse_entry_out (nodeid, generation, entry and attribute validity, then fuse_attr) and
-# then the fuse_dirent; each entry is padded to 8 bytes. Packed here with one struct call per entry, the bytes
-# libfuse's fuse_add_direntry(_plus) writes (tests/test_lowlevel.py compares them), without a ctypes structure
-# and a foreign call per entry: a listing page is the hottest request of a walk.
-DIRENT = struct.Struct("<QQII")
-DIRENTPLUS = struct.Struct("<QQQQII" + "QQQQQQIIIIIIIIII" + "QQII")
-DIRENT_HEADER = DIRENT.size  # 24
-DIRENTPLUS_HEADER = DIRENTPLUS.size  # 128 + 24
-S_IFMT = 0o170000
 FUSE_CAP_NO_OPEN_SUPPORT = 1 << 17  # the kernel (4.20+) takes ENOSYS to OPEN as "never ask again"
 FUSE_CAP_NO_OPENDIR_SUPPORT = 1 << 24  # the same for OPENDIR (5.1+)
 FUSE_CAP_READDIRPLUS = 1 << 13
@@ -224,15 +222,6 @@ def keep_thread_state(kept: set[int]) -> None:
     kept.add(threading.get_native_id())
 
 
-def timeout_parts(seconds: float) -> tuple[int, int]:
-    """A validity period as the kernel takes it, whole seconds and nanoseconds, rounded as libfuse does."""
-    if seconds < 0:
-        return 0, 0
-    whole = min(int(seconds), (1 << 64) - 1)
-    fraction = seconds - whole
-    return whole, 999_999_999 if fraction >= 0.999999999 else max(0, int(fraction * 1e9))
-
-
 class LowLevelMount:
     """One mount: the session, its callbacks (kept alive as long as the session) and the reply glue."""
 
@@ -243,6 +232,9 @@ class LowLevelMount:
         self._callbacks: list[Any] = []
         self._thread_states: set[int] = set()  # libfuse threads whose Python thread state is kept
         self.ops = LowLevelOps()
+        # Pages of seeds whose every size is known, packed ahead; never on an audited mount, which must see
+        # each listing through SgfsFilesystem.readdir.
+        self.books = ListingBooks(fs, self.timeout) if fs.cache_listings else None
         # Whether the kernel takes ENOSYS to OPEN / OPENDIR as "never ask again" (set at init); older kernels
         # would fail the open, so there the daemon answers it with the caching flags instead.
         self.kernel_skips_open = False
@@ -400,6 +392,11 @@ class LowLevelMount:
         self._list(req, ino, size, offset, plus=True)
 
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
+        if plus and self.books is not None:
+            ready = self.books.page(ino, offset, size)
+            if ready is not None:
+                self.lib.fuse_reply_buf(req, ready or None, len(ready))
+                return
         header = DIRENTPLUS_HEADER if plus else DIRENT_HEADER
         pid = self._pid(req) if self.fs.audit is not None else 0
         entries = self.fs.readdir(ino, offset, size // (header + 8) + 1, pid, plus)

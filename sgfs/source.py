@@ -62,6 +62,10 @@ class Stat:
     nlink: int  # files 1; directories 2 + number of subdirectories
 
 
+# One entry of a directory whose every attribute is known: name, is_dir, size (0 for directories), nlink.
+KnownEntry = tuple[str, bool, int, int]
+
+
 @dataclass(frozen=True)
 class CacheInfo:
     generated: int  # files synthesised so far (cache misses that ran the generator)
@@ -266,6 +270,34 @@ class MountSource:
             for child, stat in learnt:
                 self._stats[(seed, child)] = stat
         return found
+
+    def known_tree(self, seed: int) -> dict[str, list[KnownEntry]] | None:
+        """Every directory of the seed's repository ('' is its top) with every entry's attributes, when the disk
+        cache's size index knows every file's size; None otherwise. Never synthesises: a fresh mount over a
+        warm disk cache answers a whole walk from this, built in one pass rather than one listing at a time."""
+        if self._disk is None:
+            return None
+        repo = self._repository(seed)
+        repo_key = self._repo_key(seed, repo)
+        paths = repo.file_paths()
+        if self._disk.index_count(repo_key) < len(paths):  # cheap: some size is surely missing
+            return None
+        sizes = [size for size in self._disk.index_sizes(repo_key, paths) if size is not None]
+        if len(sizes) < len(paths):
+            return None
+        size_of = dict(zip(paths, sizes, strict=True))
+        listings = self._guard(seed, "", lambda: repo.listings)
+        subdirectories = {rel: sum(1 for _, is_dir in entries if is_dir) for rel, entries in listings.items()}
+        tree: dict[str, list[KnownEntry]] = {}
+        for rel, entries in listings.items():
+            prefix = f"{rel}/" if rel else ""
+            tree[rel] = [
+                (name, True, 0, 2 + subdirectories[prefix + name])
+                if is_dir
+                else (name, False, size_of[prefix + name], 1)
+                for name, is_dir in entries
+            ]
+        return tree
 
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""

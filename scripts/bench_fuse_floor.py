@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""How fast can a fresh FUSE mount of a repository be walked here? `ls -lR` of a seed three ways, interleaved:
+
+- native: the `sgfs export` copy on local disk (page cache warm);
+- floor: a minimal FUSE daemon (ctypes over libfuse, the same loop and listing pages as sgfs) whose every
+  READDIRPLUS page was packed before mounting, so that a request costs one dictionary lookup and the reply:
+  the kernel's and libfuse's share of a walk on this machine, with nothing of ours per request;
+- floor 1t: the same daemon on libfuse's single-threaded loop (one thread receives and answers every request);
+- sgfs: `sgfs mount` over a disk cache that knows every size (as a CI run that restored --cache-dir).
+
+The gap between floor and native is FUSE's own (round trips, inodes created on a fresh mount); the gap between
+sgfs and floor is the daemon's (building the repository and its listing pages, the work per request).
+Mounts with `sgfs mount` or this script's own --serve mode and always unmounts.
+
+Usage: python3 scripts/bench_fuse_floor.py [--seeds 288,118] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import generators
+from sgfs.daemon import mount_type
+from sgfs.seeds import parse_seed_list
+
+SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
+ENV = {**os.environ, "LC_ALL": "C"}
+SETTLE_S = 0.5
+
+
+def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
+    """The minimal daemon: a seed's listing pages packed before mounting, answered by number."""
+    from sgfs.diskcache import DiskCache
+    from sgfs.fuse_ops import DIR_MODE, SgfsFilesystem
+    from sgfs.inodes import ROOT_INO, path_ino
+    from sgfs.listing_pages import ListingBook
+    from sgfs.lowlevel import (
+        FUSE_CAP_READDIRPLUS,
+        FUSE_CAP_READDIRPLUS_AUTO,
+        INIT,
+        LOOKUP,
+        READ,
+        WITH_FILE,
+        FuseArgs,
+        FuseConnInfo,
+        FuseEntryParam,
+        LowLevelOps,
+        c_stat,
+        load_libfuse,
+    )
+    from sgfs.source import MountSource
+
+    source = MountSource([seed], disk=DiskCache(Path(cache), 1 << 40))
+    tree = source.known_tree(seed)
+    if tree is None:
+        raise SystemExit(f"the disk cache {cache} does not know every size of seed {seed}")
+    fs = SgfsFilesystem(source)
+    top = f"/{seed}"
+    book = ListingBook(top, tree, 86400.0, fs.uid, fs.gid)
+    lib = load_libfuse()
+    top_ino = path_ino(top)
+
+    def directory_stat(st: Any, ino: int) -> None:
+        st.st_ino, st.st_mode, st.st_nlink, st.st_uid, st.st_gid = ino, DIR_MODE, 2, fs.uid, fs.gid
+
+    def init(userdata: int, conn: int) -> None:
+        info = FuseConnInfo.from_address(conn)
+        info.want = (info.want | FUSE_CAP_READDIRPLUS) & ~FUSE_CAP_READDIRPLUS_AUTO
+
+    def lookup(req: int, parent: int, name: bytes) -> None:
+        if parent != ROOT_INO or name.decode() != str(seed):
+            lib.fuse_reply_err(req, errno.ENOENT)  # every other name came with its attributes
+            return
+        entry = FuseEntryParam(ino=top_ino, attr_timeout=86400.0, entry_timeout=86400.0)
+        directory_stat(entry.attr, top_ino)
+        lib.fuse_reply_entry(req, ctypes.byref(entry))
+
+    def getattr_(req: int, ino: int, fi: Any) -> None:
+        st = c_stat()
+        directory_stat(st, ino)
+        lib.fuse_reply_attr(req, ctypes.byref(st), 86400.0)
+
+    def opendir(req: int, ino: int, fi: Any) -> None:
+        lib.fuse_reply_err(req, errno.ENOSYS)  # as sgfs: the kernel keeps listings
+
+    def readdirplus(req: int, ino: int, size: int, offset: int, fi: Any) -> None:
+        folder = book.by_number.get(ino)
+        if folder is None:
+            lib.fuse_reply_err(req, errno.ENOENT)
+            return
+        page, _ = book.page(folder, offset, size)
+        lib.fuse_reply_buf(req, page or None, len(page))
+
+    ops, kept = LowLevelOps(), []
+    for name, kind, function in (
+        ("init", INIT, init),
+        ("lookup", LOOKUP, lookup),
+        ("getattr", WITH_FILE, getattr_),
+        ("opendir", WITH_FILE, opendir),
+        ("readdirplus", READ, readdirplus),
+    ):
+        callback = kind(function)
+        kept.append(callback)
+        setattr(ops, name, ctypes.cast(callback, ctypes.c_void_p))
+    argv = [b"floor", b"-o", b"ro"]
+    args = FuseArgs(len(argv), (ctypes.c_char_p * len(argv))(*argv), 0)
+    session = lib.fuse_session_new(ctypes.byref(args), ctypes.byref(ops), ctypes.sizeof(ops), None)
+    if not session or lib.fuse_session_mount(session, mountpoint.encode()) != 0:
+        raise SystemExit(f"cannot mount {mountpoint}")
+    lib.fuse_set_signal_handlers(session)
+    try:
+        if loop == "mt" and hasattr(lib, "fuse_session_loop_mt_312"):  # the loop sgfs runs
+            lib.fuse_session_loop_mt_312(session, lib.fuse_loop_cfg_create())
+        else:
+            lib.fuse_session_loop.argtypes, lib.fuse_session_loop.restype = [ctypes.c_void_p], ctypes.c_int
+            lib.fuse_session_loop(session)
+    finally:
+        lib.fuse_remove_signal_handlers(session)
+        lib.fuse_session_unmount(session)
+        lib.fuse_session_destroy(session)
+
+
+def run(*command: object) -> None:
+    result = subprocess.run(list(map(str, command)), capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, command))} failed: {result.stderr.strip()}")
+
+
+def ls_seconds(root: Path) -> float:
+    time.sleep(SETTLE_S)  # every variant starts from the same idle state, the daemon past its start-up
+    start = time.perf_counter()
+    subprocess.run(["ls", "-lR", str(root)], check=True, env=ENV, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def unmount(mnt: Path) -> None:
+    if mount_type(str(mnt)) is not None:
+        tool = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
+        subprocess.run([tool, "-u", str(mnt)], check=False)
+    if mount_type(str(mnt)) is not None:
+        subprocess.run([tool, "-uz", str(mnt)], check=False)
+
+
+@contextlib.contextmanager
+def floor_mounted(mnt: Path, seed: int, cache: Path, loop: str) -> Iterator[Path]:
+    mnt.mkdir(parents=True, exist_ok=True)
+    script = str(Path(__file__).resolve())
+    daemon = subprocess.Popen([sys.executable, script, "--serve", str(mnt), str(seed), str(cache), loop])
+    try:
+        deadline = time.monotonic() + 30
+        while mount_type(str(mnt)) is None:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("the floor daemon did not mount")
+            time.sleep(0.02)
+        yield mnt
+    finally:
+        unmount(mnt)
+        daemon.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def sgfs_mounted(mnt: Path, seed: int, cache: Path) -> Iterator[Path]:
+    mnt.mkdir(parents=True, exist_ok=True)
+    try:
+        run(*SGFS, "mount", mnt, "--seeds", seed, "--cache-dir", cache)
+        yield mnt
+    finally:
+        unmount(mnt)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="288,118", help="seed list (1-3,118)")
+    parser.add_argument("--repeat", type=int, default=7, help="interleaved rounds; medians")
+    parser.add_argument("--serve", nargs=4, metavar=("MNT", "SEED", "CACHE", "LOOP"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve_floor(args.serve[0], int(args.serve[1]), args.serve[2], args.serve[3])
+        return
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be 1 or more")
+    seeds = parse_seed_list(args.seeds)
+    print(f"{'seed':>6} {'dirs':>6} {'files':>6} | {'native':>7} {'floor':>7} {'floor 1t':>8} {'sgfs':>7} | "
+          f"{'floor/nat':>9} {'1t/nat':>7} {'sgfs/nat':>9} {'sgfs/floor':>10}")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="sgfs-floor-") as tmp:
+        work = Path(tmp)
+        for seed in seeds:
+            repo = generators.repository(seed)
+            local, cache = work / "export" / str(seed), work / "cache"
+            run(*SGFS, "export", seed, local, "--quiet", "--cache-dir", cache)  # fills the size index too
+            times: dict[str, list[float]] = {"native": [], "mt": [], "1t": [], "sgfs": []}
+            for attempt in range(args.repeat):
+                times["native"].append(ls_seconds(local))
+                for loop in ("mt", "1t"):
+                    with floor_mounted(work / f"floor-{loop}-{seed}-{attempt}", seed, cache, loop) as mnt:
+                        times[loop].append(ls_seconds(mnt / str(seed)))
+                with sgfs_mounted(work / f"sgfs-{seed}-{attempt}", seed, cache) as mnt:
+                    times["sgfs"].append(ls_seconds(mnt / str(seed)))
+            native, floor, single, ours = (statistics.median(times[k]) for k in ("native", "mt", "1t", "sgfs"))
+            print(f"{seed:>6} {len(repo.listings):>6} {len(repo.file_paths()):>6} | {native:>7.3f} {floor:>7.3f} "
+                  f"{single:>8.3f} {ours:>7.3f} | {floor / native:>9.2f} {single / native:>7.2f} "
+                  f"{ours / native:>9.2f} {ours / floor:>10.2f}")  # fmt: skip
+    print()
+    print("`ls -lR` seconds, medians of interleaved rounds, each mount fresh; floor = a FUSE daemon with every")
+    print("listing page packed before mounting, on libfuse's multithreaded loop as sgfs (floor 1t: its")
+    print("single-threaded loop): the kernel's and libfuse's share; sgfs = `sgfs mount` over a disk cache")
+    print("that knows every size.")
+
+
+if __name__ == "__main__":
+    main()
