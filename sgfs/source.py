@@ -279,9 +279,10 @@ class MountSource:
             return None
         repo = self._repository(seed)
         repo_key = self._repo_key(seed, repo)
-        paths = repo.file_paths()
-        if self._disk.index_count(repo_key) < len(paths):  # cheap: some size is surely missing
+        # Asked again at every listing of a seed until it succeeds: count before sorting any path.
+        if self._disk.index_count(repo_key) < len(repo.tree.file_paths) + int(repo.has_readme):
             return None
+        paths = repo.file_paths()
         sizes = [size for size in self._disk.index_sizes(repo_key, paths) if size is not None]
         if len(sizes) < len(paths):
             return None
