@@ -147,8 +147,8 @@ def ls_seconds(root: Path) -> float:
 
 
 def unmount(mnt: Path) -> None:
+    tool = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
     if mount_type(str(mnt)) is not None:
-        tool = shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
         subprocess.run([tool, "-u", str(mnt)], check=False)
     if mount_type(str(mnt)) is not None:
         subprocess.run([tool, "-uz", str(mnt)], check=False)

@@ -108,10 +108,8 @@ class ListingBook:
             # tell them apart, so this seed is listed page by page.
             raise ValueError(f"two paths below {top} share an inode number")
         namelen = np.fromiter(map(len, names), dtype=np.int64, count=total)
-        folder_start = np.zeros(total, dtype=np.int64)
-        for lo, _ in self.folders.values():
-            folder_start[lo] = lo
-        folder_start = np.maximum.accumulate(folder_start)  # each record's folder's first record
+        ranges = np.array(list(self.folders.values()), dtype=np.int64).reshape(-1, 2)
+        folder_start = np.repeat(ranges[:, 0], ranges[:, 1] - ranges[:, 0])  # each record's folder's first record
         directory_mask = np.array(is_dir, dtype=bool)
         byte_size = np.array(sizes, dtype=np.uint64)
         header = np.zeros(total, dtype=_HEADER)

@@ -288,12 +288,11 @@ class MountSource:
             return None
         size_of = dict(zip(paths, sizes, strict=True))
         listings = self._guard(seed, "", lambda: repo.listings)
-        subdirectories = {rel: sum(1 for _, is_dir in entries if is_dir) for rel, entries in listings.items()}
         tree: dict[str, list[KnownEntry]] = {}
         for rel, entries in listings.items():
             prefix = f"{rel}/" if rel else ""
             tree[rel] = [
-                (name, True, 0, 2 + subdirectories[prefix + name])
+                (name, True, 0, _directory_stat(listings[prefix + name]).nlink)
                 if is_dir
                 else (name, False, size_of[prefix + name], 1)
                 for name, is_dir in entries
