@@ -1,8 +1,8 @@
 """The mount daemon: ``python -m sgfs.daemon MNT --seeds ...`` serves repositories at MNT until unmounted.
 
 ``sgfs mount`` starts this module as a detached process (or calls ``serve`` in-process with
-``--foreground``). It checks that FUSE is usable and the mount point is fit, sets up logging, and runs the
-multithreaded loop of libfuse's low-level API (``sgfs.lowlevel``). libfuse itself installs the
+``--foreground``). It checks that FUSE is usable and the mount point is fit, sets up logging, and serves
+libfuse's low-level API from its own request loop (``sgfs.lowlevel``, ``sgfs.request_loop``). libfuse installs the
 SIGINT/SIGTERM/SIGHUP handlers (fuse_set_signal_handlers, for signals left at SIG_DFL): a signal ends the loop,
 then the mount is undone before ``serve`` returns, so no Python handler is needed.
 
@@ -151,6 +151,10 @@ def setup_logging(log_file: str | None) -> None:
     logging.getLogger("fuse").setLevel(logging.WARNING)  # mfusepy logs every errno at debug/info
 
 
+# How long a mount may spend, before it answers, making the listings of listed seeds ready from the disk cache.
+PREPARE_BUDGET_S = 0.5
+
+
 def _detach_stderr() -> None:
     """Once the mount is up, stop writing to the startup-error file ``sgfs mount`` gave us as stderr."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -210,8 +214,8 @@ def serve(
         audit=sink,
         cache_listings=cache_listings,
     )
-    # Mount options only: the daemon stays in the foreground (`sgfs mount` detaches it itself), runs libfuse's
-    # multithreaded loop, and sets cache lifetimes in each reply (TIMEOUT_S: content never changes).
+    # Mount options only: the daemon stays in the foreground (`sgfs mount` detaches it itself), runs its own
+    # request loop, and sets cache lifetimes in each reply (TIMEOUT_S: content never changes).
     options = ["ro", "default_permissions", f"fsname={FSNAME}", f"subtype={FSNAME}"]
     if threading.current_thread() is threading.main_thread():
         # libfuse only installs its exit handlers on signals left at SIG_DFL.
@@ -221,7 +225,10 @@ def serve(
     if exit_with is not None:
         _watch_owner(exit_with)
     try:
-        LowLevelMount(fs, TIMEOUT_S).serve(mnt, options)
+        mount = LowLevelMount(fs, TIMEOUT_S)
+        if disk is not None and seeds:
+            mount.prepare(list(seeds), PREPARE_BUDGET_S)
+        mount.serve(mnt, options)
     finally:
         if pool is not None:
             pool.close()

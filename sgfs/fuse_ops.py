@@ -124,6 +124,9 @@ class SgfsFilesystem:
         self.gid = os.getgid()
         self.initialized = False  # set once the kernel has talked to us: the mount is up
         self._on_init = on_init
+        # Entries of each directory listed so far, '.' and '..' included, by its number: a request for the page
+        # after the last (how the kernel learns a listing ended) is answered without building the listing.
+        self.listing_ends: dict[int, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------------
     def init(self) -> None:
@@ -156,6 +159,14 @@ class SgfsFilesystem:
             return None
         return Attributes(self.inodes.acquire(path), st.is_dir, st.size, st.nlink)
 
+    @_errors
+    def lookup_known(self, parent: int, name: str) -> Attributes | None:
+        """``lookup`` when its answer is memoised (counting the lookup then); None when it would have to build,
+        synthesise or wait, or the name is not there: then ask ``lookup``."""
+        path = child_path(self._path(parent), name)
+        st = self.source.known_stat(path)
+        return None if st is None else Attributes(self.inodes.acquire(path), st.is_dir, st.size, st.nlink)
+
     def forget(self, ino: int, lookups: int) -> None:
         self.inodes.forget(ino, lookups)
 
@@ -163,6 +174,12 @@ class SgfsFilesystem:
     def getattr(self, ino: int) -> Attributes:
         st = self.source.stat(self._path(ino))
         return Attributes(ino, st.is_dir, st.size, st.nlink)
+
+    @_errors
+    def getattr_known(self, ino: int) -> Attributes | None:
+        """``getattr`` when memoised; None otherwise."""
+        st = self.source.known_stat(self._path(ino))
+        return None if st is None else Attributes(ino, st.is_dir, st.size, st.nlink)
 
     # -- directories -------------------------------------------------------------------------------------
     @_errors
@@ -178,6 +195,7 @@ class SgfsFilesystem:
         (`find`, plain `ls`) while `ls -l` after it needs no lookup per entry."""
         path = self._path(ino)
         listing = self.source.listdir(path)
+        self.listing_ends[ino] = len(listing) + 2
         if offset == 0 and self.audit is not None:
             self.audit.record(pid, "readdir", path, 0)
         entries: list[DirEntry] = []
@@ -216,6 +234,15 @@ class SgfsFilesystem:
         data = self.source.read(path, size, offset)
         if self.audit is not None:
             # Recorded before the reply: once the reader has its bytes, the event is in the sink.
+            self.audit.record(pid, "read", path, len(data))
+        return data
+
+    @_errors
+    def read_known(self, ino: int, size: int, offset: int, pid: int) -> bytes | None:
+        """``read`` when the file's bytes are in memory; None otherwise (never synthesises or waits)."""
+        path = self._path(ino)
+        data = self.source.read_known(path, size, offset)
+        if data is not None and self.audit is not None:
             self.audit.record(pid, "read", path, len(data))
         return data
 

@@ -190,15 +190,18 @@ class ListingBooks:
         self._books = _Books(max_bytes)
         self._refused: set[str] = set()  # seeds whose book failed or outgrows the budget: the slow path only
 
-    def page(self, ino: int, offset: int, size: int) -> bytes | None:
+    def page(self, ino: int, offset: int, size: int, *, build: bool = True) -> bytes | None:
         """A READDIRPLUS page of directory ``ino`` with its entries' lookups counted, or None when no book
-        answers it (the root, a seed whose sizes are not all known yet): then ask the slow path."""
+        answers it (the root, a seed whose sizes are not all known yet; without ``build``, a seed whose book
+        is not built yet): then ask the slow path."""
         inodes = self.fs.inodes
         if inodes.collided:  # records carry each path's hashed number: not while one path holds another's
             return None
         # A directory's own number is its hashed one (nothing collided): its listing, by number, in one lookup.
         found = self._books.by_number.get(ino)
         if found is None:
+            if not build:
+                return None
             found = self._folder(ino)
             if found is None:
                 return None
@@ -207,6 +210,17 @@ class ListingBooks:
         if children and not inodes.acquire_hashed(children):
             return None  # a collision just now: nothing was counted, the slow path numbers them
         return page
+
+    def prepare(self, seed: int) -> bool:
+        """Build the book of ``seed`` now (at mount start, for a listed seed) if the disk cache knows every
+        size of its repository; True when it is built."""
+        top = f"/{seed}"
+        with self._lock:
+            if top in self._books:
+                return True
+            if top in self._refused:
+                return False
+        return self._build(top) is not None
 
     def _folder(self, ino: int) -> tuple[ListingBook, tuple[int, int]] | None:
         """The book and record range of directory ``ino``, the book built now if it can be."""

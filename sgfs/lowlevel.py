@@ -6,8 +6,11 @@ kernel's own flags). Here a mount that may cache answers ENOSYS to OPEN and OPEN
 stops asking and keeps pages and listings (FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR are its defaults without
 open), so a warm ``ls -lR`` or ``find -exec cat`` of a deep tree never leaves the kernel.
 
+Requests are read by one thread (``sgfs.request_loop``): a callback answers there what is at hand (a packed
+listing page, a memoised size, bytes in memory) and hands what must wait to the loop's threads.
+
 mfusepy is still the source of the platform's ``struct stat``, ``struct statvfs`` and ``fuse_file_info``
-layouts. Function and structure signatures follow ``fuse_lowlevel.h`` of libfuse 3.12 and later.
+layouts. Function and structure signatures follow ``fuse_lowlevel.h`` of libfuse 3.2 and later.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import errno
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +47,7 @@ from sgfs.listing_pages import (
     ListingBooks,
     timeout_parts,
 )
+from sgfs.request_loop import RequestLoop
 
 log = logging.getLogger("sgfs.mount")
 
@@ -91,10 +96,6 @@ FUSE_CAP_NO_OPEN_SUPPORT = 1 << 17  # the kernel (4.20+) takes ENOSYS to OPEN as
 FUSE_CAP_NO_OPENDIR_SUPPORT = 1 << 24  # the same for OPENDIR (5.1+)
 FUSE_CAP_READDIRPLUS = 1 << 13
 FUSE_CAP_READDIRPLUS_AUTO = 1 << 14
-
-
-class FuseLoopConfigV1(ctypes.Structure):  # libfuse 3.2-3.11's struct fuse_loop_config
-    _fields_ = [("clone_fd", ctypes.c_int), ("max_idle_threads", ctypes.c_uint)]
 
 
 class FuseCtx(ctypes.Structure):
@@ -170,7 +171,7 @@ def load_libfuse() -> ctypes.CDLL:
     if name is None:
         raise SgfsError("FUSE is unavailable: libfuse3 cannot be found; install fuse3")
     lib = ctypes.CDLL(name)
-    if not hasattr(lib, "fuse_session_loop_mt_312") and not hasattr(lib, "fuse_session_loop_mt_32"):
+    if not hasattr(lib, "fuse_session_process_buf") or not hasattr(lib, "fuse_session_loop_mt_32"):
         raise SgfsError(f"FUSE is unavailable: {name} is older than libfuse 3.2; install a newer fuse3")
     signatures: dict[str, tuple[Any, list[Any]]] = {
         "fuse_session_new": (
@@ -182,10 +183,6 @@ def load_libfuse() -> ctypes.CDLL:
         "fuse_session_destroy": (None, [ctypes.c_void_p]),
         "fuse_set_signal_handlers": (ctypes.c_int, [ctypes.c_void_p]),
         "fuse_remove_signal_handlers": (None, [ctypes.c_void_p]),
-        "fuse_loop_cfg_create": (ctypes.c_void_p, []),  # libfuse >= 3.12
-        "fuse_loop_cfg_destroy": (None, [ctypes.c_void_p]),
-        "fuse_session_loop_mt_312": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
-        "fuse_session_loop_mt_32": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(FuseLoopConfigV1)]),  # 3.2+
         "fuse_reply_err": (ctypes.c_int, [req_t, ctypes.c_int]),
         "fuse_reply_none": (None, [req_t]),
         "fuse_reply_entry": (ctypes.c_int, [req_t, ctypes.POINTER(FuseEntryParam)]),
@@ -204,33 +201,24 @@ def load_libfuse() -> ctypes.CDLL:
         ),
     }
     for symbol, (restype, argtypes) in signatures.items():
-        if not hasattr(lib, symbol):
-            continue  # one of the two loop entry points of another libfuse version
         function = getattr(lib, symbol)
         function.restype, function.argtypes = restype, argtypes
     return lib
 
 
-def keep_thread_state(kept: set[int]) -> None:
-    """Keep the calling libfuse thread's Python thread state between requests.
-
-    ctypes runs a callback on a thread Python did not start under a thread state made for that call and torn
-    down after it, a sizeable part of a small request's cost. One PyGILState_Ensure that is never released
-    keeps the state for the thread's life (libfuse reuses its worker threads), so later callbacks find it.
-    """
-    ctypes.pythonapi.PyGILState_Ensure()
-    kept.add(threading.get_native_id())
-
-
 class LowLevelMount:
-    """One mount: the session, its callbacks (kept alive as long as the session) and the reply glue."""
+    """One mount: the session, its callbacks (kept alive as long as the session) and the reply glue.
+
+    Each callback first tries to answer from what is at hand (``*_now``: packed pages, memoised attributes,
+    bytes in memory), in the request loop's thread; otherwise the full handler runs on one of the loop's
+    request threads (sgfs.request_loop), or inline when no loop runs (tests calling callbacks directly)."""
 
     def __init__(self, fs: SgfsFilesystem, timeout_s: float) -> None:
         self.fs = fs
         self.timeout = float(timeout_s)
         self.lib = load_libfuse()
         self._callbacks: list[Any] = []
-        self._thread_states: set[int] = set()  # libfuse threads whose Python thread state is kept
+        self.loop = RequestLoop(self.lib)
         self.ops = LowLevelOps()
         # Pages of seeds whose every size is known, packed ahead; never on an audited mount, which must see
         # each listing through SgfsFilesystem.readdir.
@@ -241,14 +229,14 @@ class LowLevelMount:
         self.kernel_skips_opendir = False
         self._set("init", INIT(self._init))
         self._set("destroy", DESTROY(self._destroy))
-        self._set("lookup", LOOKUP(self._guard(self._lookup)))
+        self._set("lookup", LOOKUP(self._callback(self._lookup, self._lookup_now)))
         self._set("forget", FORGET(self._forget))
-        self._set("getattr", WITH_FILE(self._guard(self._getattr)))
-        self._set("open", WITH_FILE(self._guard(self._open)))
-        self._set("opendir", WITH_FILE(self._guard(self._opendir)))
-        self._set("read", READ(self._guard(self._read)))
-        self._set("readdir", READ(self._guard(self._readdir)))
-        self._set("readdirplus", READ(self._guard(self._readdirplus)))
+        self._set("getattr", WITH_FILE(self._callback(self._getattr, self._getattr_now)))
+        self._set("open", WITH_FILE(self._callback(self._open, self._open_now, own_file_info=True)))
+        self._set("opendir", WITH_FILE(self._callback(self._opendir, self._opendir_now, own_file_info=True)))
+        self._set("read", READ(self._callback(self._read, self._read_now)))
+        self._set("readdir", READ(self._callback(self._readdir, self._readdir_now)))
+        self._set("readdirplus", READ(self._callback(self._readdirplus, self._readdirplus_now)))
         self._set("statfs", STATFS(self._guard(self._statfs)))
 
     def _set(self, name: str, callback: Any) -> None:
@@ -256,6 +244,31 @@ class LowLevelMount:
         setattr(self.ops, name, ctypes.cast(callback, ctypes.c_void_p))
 
     # -- the session -------------------------------------------------------------------------------------
+    def prepare(self, seeds: list[int], budget_s: float) -> int:
+        """Before mounting: build the listing books of listed seeds the disk cache knows whole, in order, until
+        ``budget_s`` has passed or a seed is not known whole; returns how many are ready. A second mount of
+        the same seeds (the next CI run, its cache directory restored) then answers its first walk at once."""
+        if self.books is None:
+            return 0
+        start = time.monotonic()
+        ready = 0
+        for seed in seeds:
+            if time.monotonic() - start >= budget_s:
+                break
+            try:
+                if not self.books.prepare(seed):
+                    break
+                self.fs.source.stat(f"/{seed}")  # memoised: the seed folder's LOOKUP is answered at once too
+            except Exception:  # the first request for the seed reports it
+                log.debug("preparing seed %d", seed, exc_info=True)
+                break
+            ready += 1
+        if ready:
+            log.info(
+                "listings of %d listed seed(s) ready from the disk cache in %.2f s", ready, time.monotonic() - start
+            )
+        return ready
+
     def serve(self, mountpoint: str, options: list[str]) -> None:
         """Mount, serve until unmounted or signalled (SIGINT/SIGTERM/SIGHUP), unmount."""
         argv = [b"sgfs"] + [arg for option in options for arg in (b"-o", option.encode())]
@@ -276,16 +289,11 @@ class LowLevelMount:
         if self.lib.fuse_set_signal_handlers(session) != 0:
             self.lib.fuse_session_unmount(session)
             raise SgfsError("cannot install libfuse's signal handlers")
-        config = self.lib.fuse_loop_cfg_create() if hasattr(self.lib, "fuse_session_loop_mt_312") else None
         try:
-            # Returns when the kernel ends the connection (unmounted) or a signal ends the session.
-            if config is not None:
-                self.lib.fuse_session_loop_mt_312(session, config)
-            else:  # libfuse 3.2-3.11
-                self.lib.fuse_session_loop_mt_32(session, ctypes.byref(FuseLoopConfigV1(0, 10)))
+            # Returns when the kernel ends the connection (unmounted) or a signal ends the session; a signal
+            # interrupts the read only in the thread it reaches, the main one (where the daemon serves).
+            self.loop.run(session)
         finally:
-            if config is not None:
-                self.lib.fuse_loop_cfg_destroy(config)
             self.lib.fuse_remove_signal_handlers(session)
             self.lib.fuse_session_unmount(session)
             if previous is not None:
@@ -296,8 +304,6 @@ class LowLevelMount:
         """Every request gets exactly one reply: the handler's, or the errno of what it raised."""
 
         def call(req: int, *args: Any) -> None:
-            if threading.get_native_id() not in self._thread_states:
-                keep_thread_state(self._thread_states)
             try:
                 handler(req, *args)
             except FuseError as exc:
@@ -307,6 +313,26 @@ class LowLevelMount:
                 self.lib.fuse_reply_err(req, errno.EIO)
 
         return call
+
+    def _callback(
+        self, handler: Callable[..., None], now: Callable[..., bool], *, own_file_info: bool = False
+    ) -> Callable[..., None]:
+        """``now`` answers at once when it can (True); else ``handler`` answers on a request thread. A handed-on
+        request takes its own copy of the ``fuse_file_info`` libfuse gave (it lives on libfuse's stack)."""
+        answer = self._guard(handler)
+
+        def first(req: int, *args: Any) -> None:
+            if now(req, *args):
+                return
+            pool = self.loop.later
+            if pool is None:  # no loop running (a test calling callbacks): answer here
+                handler(req, *args)
+                return
+            if own_file_info and args[1]:
+                args = (args[0], ctypes.pointer(fuse_file_info.from_buffer_copy(args[1].contents)), *args[2:])
+            pool.submit(answer, req, *args)
+
+        return self._guard(first)
 
     def _pid(self, req: int) -> int:
         return int(self.lib.fuse_req_ctx(req).contents.pid)
@@ -349,6 +375,13 @@ class LowLevelMount:
         else:
             self.lib.fuse_reply_entry(req, ctypes.byref(self._entry(attributes)))
 
+    def _lookup_now(self, req: int, parent: int, name: bytes) -> bool:
+        attributes = self.fs.lookup_known(parent, name.decode("utf-8", "surrogateescape"))
+        if attributes is None:
+            return False
+        self.lib.fuse_reply_entry(req, ctypes.byref(self._entry(attributes)))
+        return True
+
     def _forget(self, req: int, ino: int, lookups: int) -> None:
         try:
             self.fs.forget(ino, lookups)
@@ -359,6 +392,15 @@ class LowLevelMount:
         st = c_stat()
         self._fill_stat(st, self.fs.getattr(ino))
         self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
+
+    def _getattr_now(self, req: int, ino: int, fi: Any) -> bool:
+        attributes = self.fs.getattr_known(ino)
+        if attributes is None:
+            return False
+        st = c_stat()
+        self._fill_stat(st, attributes)
+        self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
+        return True
 
     def _open(self, req: int, ino: int, fi: Any) -> None:
         info = fi.contents
@@ -371,6 +413,12 @@ class LowLevelMount:
             info.keep_cache = 0  # an audited mount: the pages go at each open, so the reads come here again
         self.lib.fuse_reply_open(req, fi)
 
+    def _open_now(self, req: int, ino: int, fi: Any) -> bool:
+        if self.fs.audit is not None:
+            return False  # checks the file (it may need synthesis) and records the open
+        self._open(req, ino, fi)
+        return True
+
     def _opendir(self, req: int, ino: int, fi: Any) -> None:
         info = fi.contents
         if self.fs.cache_listings:
@@ -381,15 +429,46 @@ class LowLevelMount:
             self.fs.opendir(ino, self._pid(req))  # no cache_readdir: every listing reaches readdir
         self.lib.fuse_reply_open(req, fi)
 
+    def _opendir_now(self, req: int, ino: int, fi: Any) -> bool:
+        if not self.fs.cache_listings:
+            return False  # checks the directory (it may build its repository)
+        self._opendir(req, ino, fi)
+        return True
+
     def _read(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
         data = self.fs.read(ino, size, offset, self._pid(req))
         self.lib.fuse_reply_buf(req, data, len(data))
 
+    def _read_now(self, req: int, ino: int, size: int, offset: int, fi: Any) -> bool:
+        data = self.fs.read_known(ino, size, offset, self._pid(req) if self.fs.audit is not None else 0)
+        if data is None:
+            return False
+        self.lib.fuse_reply_buf(req, data, len(data))
+        return True
+
     def _readdir(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
         self._list(req, ino, size, offset, plus=False)
 
+    def _readdir_now(self, req: int, ino: int, size: int, offset: int, fi: Any) -> bool:
+        return self._list_now(req, ino, size, offset, plus=False)
+
     def _readdirplus(self, req: int, ino: int, size: int, offset: int, fi: Any) -> None:
         self._list(req, ino, size, offset, plus=True)
+
+    def _readdirplus_now(self, req: int, ino: int, size: int, offset: int, fi: Any) -> bool:
+        return self._list_now(req, ino, size, offset, plus=True)
+
+    def _list_now(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> bool:
+        """The empty page after a listing's last, or a page of a book already built."""
+        end = self.fs.listing_ends.get(ino)
+        if end is not None and offset >= end:
+            self.lib.fuse_reply_buf(req, None, 0)
+            return True
+        ready = self.books.page(ino, offset, size, build=False) if plus and self.books is not None else None
+        if ready is None:
+            return False
+        self.lib.fuse_reply_buf(req, ready or None, len(ready))
+        return True
 
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
         if plus and self.books is not None:

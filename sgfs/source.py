@@ -196,6 +196,29 @@ class MountSource:
             self._stats[key] = stat
         return stat
 
+    def known_stat(self, path: str) -> Stat | None:
+        """``stat`` when it is memoised; None when it would build a repository, synthesise, wait or fail."""
+        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+        if parts == [""]:
+            return self.stat("/")
+        seed = seed_from_name(parts[0])
+        if seed is None or "" in parts or "." in parts or ".." in parts:
+            return None
+        with self._lock:
+            return self._stats.get((seed, "/".join(parts[1:])))
+
+    def read_known(self, path: str, size: int, offset: int) -> bytes | None:
+        """``read`` when the file's bytes are in memory; None otherwise."""
+        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+        seed = seed_from_name(parts[0])
+        if seed is None or size < 0 or offset < 0 or "" in parts or "." in parts or ".." in parts:
+            return None
+        key = (seed, "/".join(parts[1:]))
+        with self._lock:
+            stat = self._stats.get(key)
+            content = None if stat is None or stat.is_dir else self._content.get(key)
+        return None if content is None else content[offset : offset + size]
+
     def listdir(self, path: str) -> list[tuple[str, bool]]:
         """Sorted (name, is_dir) entries of a directory; the list is shared: callers must not change it."""
         parts = self._split(path)

@@ -194,7 +194,11 @@ def test_a_second_mount_lists_from_books_what_the_first_listed(tmp_path: Path) -
     walks = []
     for name, option in (("plain", "--no-disk-cache"), ("first", "--cache-dir"), ("second", "--cache-dir")):
         store = [] if option == "--no-disk-cache" else [cache]
-        with mounted(tmp_path / name, "--seeds", ",".join(map(str, seeds)), option, *store) as mnt:
+        log = tmp_path / f"{name}.log"
+        with mounted(tmp_path / name, "--seeds", ",".join(map(str, seeds)), option, *store, "--log", str(log)) as mnt:
+            # Only the second mount finds both listed seeds whole in the cache: their books are built before it
+            # answers, and the walk below is answered from them.
+            assert ("listings of 2 listed seed(s) ready" in log.read_text()) == (name == "second")
             walk = []
             for seed in seeds:
                 for command in (["ls", "-lRi"], ["find", ".", "-printf", "%i %s %n %m %y %P\\n"]):
@@ -206,3 +210,27 @@ def test_a_second_mount_lists_from_books_what_the_first_listed(tmp_path: Path) -
             walks.append(walk)
     assert walks[0] == walks[1] == walks[2]
     assert all(walks[2])
+
+
+def test_listed_seeds_are_prepared_before_the_mount_answers(tmp_path: Path) -> None:
+    """``LowLevelMount.prepare``: books and the seed folders' stats of listed seeds the disk cache knows whole,
+    in order, stopping at the first seed it does not know whole or when the time budget is spent; nothing on a
+    mount without books (audited)."""
+    from sgfs.lowlevel import LowLevelMount
+
+    require_fuse()  # LowLevelMount loads libfuse
+    known, unknown = small_seeds()["csv"][0], small_seeds()["log"][1]
+    cache = warm_cache(tmp_path, [known])
+    fs = filesystem(cache, [known, unknown, known])
+    mount = LowLevelMount(fs, TIMEOUT)
+    assert fs.source.known_stat(f"/{known}") is None
+    assert mount.prepare([known, unknown, known], budget_s=60) == 1
+    assert mount.books is not None and f"/{known}" in mount.books._books
+    assert f"/{unknown}" not in mount.books._books
+    assert fs.source.known_stat(f"/{known}") == fs.source.stat(f"/{known}")
+    fresh = LowLevelMount(filesystem(cache, [known]), TIMEOUT)
+    assert fresh.prepare([known], budget_s=0) == 0  # no time left: nothing built
+    assert fresh.books is not None and not fresh.books._books
+    audited = filesystem(cache, [known])
+    audited.cache_listings = False
+    assert LowLevelMount(audited, TIMEOUT).prepare([known], budget_s=60) == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import errno
+import logging
 import os
 import subprocess
 import threading
@@ -88,6 +89,29 @@ def test_listings_page_through_offsets_and_audit_once() -> None:
     assert last.attributes is not None and last.attributes.size == size
 
 
+def test_answers_at_hand_never_build_or_synthesise() -> None:
+    """What the request loop's thread answers itself (``*_known``) comes from memos and memory only: None until
+    the full request has run, then the same answer as the full request, and never for a malformed path."""
+    seed = small_seeds()["csv"][0]
+    fs = SgfsFilesystem(MountSource([seed], factory=generators.repository))
+    source = fs.source
+    assert fs.lookup_known(ROOT_INO, str(seed)) is None and source.cache_info().repositories == 0
+    top = fs.lookup(ROOT_INO, str(seed))
+    assert top is not None and fs.lookup_known(ROOT_INO, str(seed)) == top
+    name = repo(seed).file_paths()[0]
+    assert fs.lookup_known(top.ino, name) is None and source.cache_info().generated == 0
+    file = fs.lookup(top.ino, name)
+    assert file is not None and fs.lookup_known(top.ino, name) == file
+    assert fs.getattr_known(file.ino) == fs.getattr(file.ino)
+    generated = source.cache_info().generated
+    assert fs.read_known(file.ino, 1 << 20, 3, 0) == fs.read(file.ino, 1 << 20, 3, 0) == repo(seed).read(name)[3:]
+    assert fs.read_known(top.ino, 10, 0, 0) is None  # a directory has no bytes
+    assert source.cache_info().generated == generated
+    for path in (f"/{seed}/../{seed}", f"/{seed}/./{name}", f"/{seed}//{name}", "/not-a-seed", f"/{seed}/missing"):
+        assert source.known_stat(path) is None and source.read_known(path, 10, 0) is None
+    assert source.read_known(f"/{seed}/{name}", -1, 0) is None
+
+
 # -- real mounts, served in this process so that the test sees every request that reaches Python ----------
 class CountingFilesystem(SgfsFilesystem):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -109,6 +133,22 @@ class CountingFilesystem(SgfsFilesystem):
     def read(self, ino: int, size: int, offset: int, pid: int) -> Any:
         self.calls["read"] += 1
         return super().read(ino, size, offset, pid)
+
+    # What the request loop's thread answers at once counts too: it is a request that reached Python.
+    def lookup_known(self, parent: int, name: str) -> Any:
+        found = super().lookup_known(parent, name)
+        self.calls["lookup"] += found is not None
+        return found
+
+    def getattr_known(self, ino: int) -> Any:
+        found = super().getattr_known(ino)
+        self.calls["getattr"] += found is not None
+        return found
+
+    def read_known(self, ino: int, size: int, offset: int, pid: int) -> Any:
+        found = super().read_known(ino, size, offset, pid)
+        self.calls["read"] += found is not None
+        return found
 
 
 @contextmanager
@@ -175,6 +215,34 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
             directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
             assert fs.calls["readdir"] >= directories and fs.calls["read"] == 0
         assert len(fs.inodes) > 1  # the kernel holds what it looked up
+
+
+@pytest.mark.fuse
+def test_a_request_that_waits_holds_up_no_other(tmp_path: Path) -> None:
+    """The request loop answers what is at hand in its own thread and hands waiting work to its threads: while
+    one seed's repository takes its time to build, another seed is walked and read in full."""
+    slow, fast = small_seeds()["csv"][0], small_seeds()["log"][1]
+    release = threading.Event()
+
+    def factory(seed: int) -> generators.Repository:
+        if seed == slow:
+            assert release.wait(30)
+        return generators.repository(seed)
+
+    fs = CountingFilesystem(MountSource([slow, fast], factory=factory))
+    with served(tmp_path / "mnt", fs) as mnt:
+        stuck: list[int] = []
+        waiter = threading.Thread(target=lambda: stuck.append(len(os.listdir(mnt / str(slow)))), daemon=True)
+        waiter.start()
+        try:
+            sizes = walk(mnt / str(fast))
+            assert sizes == {p: len(repo(fast).read(p)) for p in repo(fast).file_paths()}
+            assert all((mnt / str(fast) / p).read_bytes() == repo(fast).read(p) for p in sizes)
+            assert waiter.is_alive() and not stuck  # still waiting for its repository
+        finally:
+            release.set()
+        waiter.join(timeout=30)
+        assert stuck == [len(repo(slow).listings[""])]
 
 
 def test_entry_sizes_match_libfuse() -> None:
@@ -312,7 +380,7 @@ def test_open_and_opendir_answers(kernel_skips: bool, audited: bool) -> None:
     fs = SgfsFilesystem(MountSource([seed]), audit=sink if audited else None)  # type: ignore[arg-type]
     mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)
     mount.fs, mount.timeout, mount.lib = fs, 3600.0, RecordingLib()  # type: ignore[assignment]
-    mount._thread_states = set()
+    mount.loop = lowlevel.RequestLoop(mount.lib)  # type: ignore[arg-type]
     mount.kernel_skips_open = mount.kernel_skips_opendir = kernel_skips
     top = fs.lookup(ROOT_INO, str(seed))
     name = repo(seed).file_paths()[0]
@@ -331,29 +399,33 @@ def test_open_and_opendir_answers(kernel_skips: bool, audited: bool) -> None:
         assert replies == [("open", (1, 0)), ("open", (1, 1))]
 
 
-def test_the_loop_of_libfuse_before_3_12() -> None:
-    """libfuse 3.2-3.11 have no loop configuration object: the daemon passes the old structure instead."""
-    from sgfs import lowlevel
+@pytest.mark.parametrize("last", [0, -errno.EIO])
+def test_the_request_loop_reads_until_the_session_ends(last: int, caplog: pytest.LogCaptureFixture) -> None:
+    """A signal (EINTR) does not end the loop; an unmount (0) or a read error does, the error logged. Requests
+    handed to the loop's threads are all answered before ``run`` returns, and none is handed on after."""
+    from sgfs.request_loop import RequestLoop
 
-    calls: list[tuple[str, Any]] = []
+    reads = [100, -errno.EINTR, 100, last, 100]
+    answered: list[str] = []
 
-    class OldLib:
-        def fuse_set_signal_handlers(self, session: Any) -> int:
-            calls.append(("signals", session))
+    class FakeLib:
+        def fuse_session_exited(self, session: Any) -> int:
             return 0
 
-        def fuse_session_loop_mt_32(self, session: Any, config: Any) -> int:
-            structure = ctypes.cast(config, ctypes.POINTER(lowlevel.FuseLoopConfigV1)).contents
-            calls.append(("loop", (structure.clone_fd, structure.max_idle_threads)))
-            return 0
+        def fuse_session_receive_buf(self, session: Any, buf: Any) -> int:
+            return reads.pop(0)
 
-        def fuse_remove_signal_handlers(self, session: Any) -> None:
-            calls.append(("unsignal", session))
+    loop = RequestLoop(FakeLib())  # type: ignore[arg-type]
 
-        def fuse_session_unmount(self, session: Any) -> None:
-            calls.append(("unmount", session))
+    def slow_answer(name: str) -> None:
+        threading.Event().wait(0.2)
+        answered.append(name)
 
-    mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)
-    mount.lib = OldLib()  # type: ignore[assignment]
-    mount._loop(7)
-    assert calls == [("signals", 7), ("loop", (0, 10)), ("unsignal", 7), ("unmount", 7)]
+    def dispatch(session: Any, buf: Any) -> None:
+        assert loop.later is not None
+        loop.later.submit(slow_answer, f"request {len(answered)}")
+
+    with caplog.at_level(logging.ERROR, logger="sgfs.mount"):
+        loop.run(7, dispatch)
+    assert reads == [100] and len(answered) == 2 and loop.later is None
+    assert ("reading the FUSE device failed" in caplog.text) == (last != 0)
