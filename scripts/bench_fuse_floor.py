@@ -2,14 +2,17 @@
 """How fast can a fresh FUSE mount of a repository be walked here? `ls -lR` of a seed three ways, interleaved:
 
 - native: the `sgfs export` copy on local disk (page cache warm);
-- floor: a minimal FUSE daemon (ctypes over libfuse, the same loop and listing pages as sgfs) whose every
-  READDIRPLUS page was packed before mounting, so that a request costs one dictionary lookup and the reply:
-  the kernel's and libfuse's share of a walk on this machine, with nothing of ours per request;
-- floor 1t: the same daemon on libfuse's single-threaded loop (one thread receives and answers every request);
-- sgfs: `sgfs mount` over a disk cache that knows every size (as a CI run that restored --cache-dir).
+- floor mt: a minimal FUSE daemon (ctypes over libfuse, the same listing pages as sgfs) whose every
+  READDIRPLUS page was packed before mounting, so that a request costs one dictionary lookup and the reply,
+  on libfuse's multithreaded loop (several threads read the device; what sgfs ran before its own loop);
+- floor 1t: the same daemon on libfuse's single-threaded loop (one thread receives and answers every request,
+  as sgfs's request loop does for what it has at hand): the kernel's and libfuse's share of a walk here;
+- sgfs: `sgfs mount --seeds SEED` over a disk cache that knows every size (as a CI run that restored
+  --cache-dir: the seed's listing pages are made ready before the mount answers);
+- sgfs unlisted: the same without --seeds, so the first listing of the seed builds its pages.
 
-The gap between floor and native is FUSE's own (round trips, inodes created on a fresh mount); the gap between
-sgfs and floor is the daemon's (building the repository and its listing pages, the work per request).
+The gap between floor 1t and native is FUSE's own (round trips, inodes created on a fresh mount); the gap
+between sgfs and floor 1t is the daemon's (Python and ctypes per request; unlisted, building the pages too).
 Mounts with `sgfs mount` or this script's own --serve mode and always unmounts.
 
 Usage: python3 scripts/bench_fuse_floor.py [--seeds 288,118] [--repeat 7]
@@ -122,7 +125,9 @@ def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
         raise SystemExit(f"cannot mount {mountpoint}")
     lib.fuse_set_signal_handlers(session)
     try:
-        if loop == "mt" and hasattr(lib, "fuse_session_loop_mt_312"):  # the loop sgfs runs
+        if loop == "mt" and hasattr(lib, "fuse_session_loop_mt_312"):  # libfuse >= 3.12
+            lib.fuse_loop_cfg_create.argtypes, lib.fuse_loop_cfg_create.restype = [], ctypes.c_void_p
+            lib.fuse_session_loop_mt_312.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             lib.fuse_session_loop_mt_312(session, lib.fuse_loop_cfg_create())
         else:
             lib.fuse_session_loop.argtypes, lib.fuse_session_loop.restype = [ctypes.c_void_p], ctypes.c_int
@@ -172,10 +177,10 @@ def floor_mounted(mnt: Path, seed: int, cache: Path, loop: str) -> Iterator[Path
 
 
 @contextlib.contextmanager
-def sgfs_mounted(mnt: Path, seed: int, cache: Path) -> Iterator[Path]:
+def sgfs_mounted(mnt: Path, seed: int, cache: Path, listed: bool) -> Iterator[Path]:
     mnt.mkdir(parents=True, exist_ok=True)
     try:
-        run(*SGFS, "mount", mnt, "--seeds", seed, "--cache-dir", cache)
+        run(*SGFS, "mount", mnt, *(["--seeds", seed] if listed else []), "--cache-dir", cache)
         yield mnt
     finally:
         unmount(mnt)
@@ -193,31 +198,34 @@ def main() -> None:
     if args.repeat < 1:
         raise SystemExit("--repeat must be 1 or more")
     seeds = parse_seed_list(args.seeds)
-    print(f"{'seed':>6} {'dirs':>6} {'files':>6} | {'native':>7} {'floor':>7} {'floor 1t':>8} {'sgfs':>7} | "
-          f"{'floor/nat':>9} {'1t/nat':>7} {'sgfs/nat':>9} {'sgfs/floor':>10}")  # fmt: skip
+    print(f"{'seed':>6} {'dirs':>6} {'files':>6} | {'native':>7} {'floor mt':>8} {'floor 1t':>8} {'sgfs':>7} "
+          f"{'unlisted':>8} | {'mt/nat':>7} {'1t/nat':>7} {'sgfs/nat':>9} {'unl/nat':>8} {'sgfs/1t':>8}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="sgfs-floor-") as tmp:
         work = Path(tmp)
         for seed in seeds:
             repo = generators.repository(seed)
             local, cache = work / "export" / str(seed), work / "cache"
             run(*SGFS, "export", seed, local, "--quiet", "--cache-dir", cache)  # fills the size index too
-            times: dict[str, list[float]] = {"native": [], "mt": [], "1t": [], "sgfs": []}
+            times: dict[str, list[float]] = {"native": [], "mt": [], "1t": [], "sgfs": [], "unlisted": []}
             for attempt in range(args.repeat):
                 times["native"].append(ls_seconds(local))
                 for loop in ("mt", "1t"):
                     with floor_mounted(work / f"floor-{loop}-{seed}-{attempt}", seed, cache, loop) as mnt:
                         times[loop].append(ls_seconds(mnt / str(seed)))
-                with sgfs_mounted(work / f"sgfs-{seed}-{attempt}", seed, cache) as mnt:
-                    times["sgfs"].append(ls_seconds(mnt / str(seed)))
-            native, floor, single, ours = (statistics.median(times[k]) for k in ("native", "mt", "1t", "sgfs"))
-            print(f"{seed:>6} {len(repo.listings):>6} {len(repo.file_paths()):>6} | {native:>7.3f} {floor:>7.3f} "
-                  f"{single:>8.3f} {ours:>7.3f} | {floor / native:>9.2f} {single / native:>7.2f} "
-                  f"{ours / native:>9.2f} {ours / floor:>10.2f}")  # fmt: skip
+                for listed, key in ((True, "sgfs"), (False, "unlisted")):
+                    with sgfs_mounted(work / f"{key}-{seed}-{attempt}", seed, cache, listed) as mnt:
+                        times[key].append(ls_seconds(mnt / str(seed)))
+            native, floor, single, ours, unlisted = (
+                statistics.median(times[k]) for k in ("native", "mt", "1t", "sgfs", "unlisted")
+            )
+            print(f"{seed:>6} {len(repo.listings):>6} {len(repo.file_paths()):>6} | {native:>7.3f} {floor:>8.3f} "
+                  f"{single:>8.3f} {ours:>7.3f} {unlisted:>8.3f} | {floor / native:>7.2f} {single / native:>7.2f} "
+                  f"{ours / native:>9.2f} {unlisted / native:>8.2f} {ours / single:>8.2f}")  # fmt: skip
     print()
     print("`ls -lR` seconds, medians of interleaved rounds, each mount fresh; floor = a FUSE daemon with every")
-    print("listing page packed before mounting, on libfuse's multithreaded loop as sgfs (floor 1t: its")
-    print("single-threaded loop): the kernel's and libfuse's share; sgfs = `sgfs mount` over a disk cache")
-    print("that knows every size.")
+    print("listing page packed before mounting, on libfuse's multithreaded loop (mt) or single-threaded loop (1t):")
+    print("the kernel's and libfuse's share; sgfs = `sgfs mount --seeds SEED` over a disk cache that knows every")
+    print("size; unlisted = the same mount without --seeds (the first listing builds the seed's pages).")
 
 
 if __name__ == "__main__":

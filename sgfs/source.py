@@ -24,6 +24,7 @@ from cachetools import LRUCache
 
 import generators
 from generators import MAX_SEED, PathNotFound, Repository
+from generators.paths import README_NAME
 
 if TYPE_CHECKING:
     from sgfs.diskcache import DiskCache
@@ -479,7 +480,8 @@ class MountSource:
         # The directory's own files, then those below it in path order (the order a recursive walk such as
         # `ls -lR`, `du` or `find -size` takes), up to PREFETCH_FILES: the walk finds the pool working ahead of it.
         own = [f"{rel}/{name}" if rel else name for name, is_dir in entries if not is_dir]
-        wanted = unasked.take(own, rel, PREFETCH_FILES)
+        # The README is text the repository already holds: read in process, never worth a pool round trip.
+        wanted = [path for path in unasked.take(own, rel, PREFETCH_FILES) if path != README_NAME]
         if not wanted:
             return
         with self._lock:
@@ -499,8 +501,11 @@ class MountSource:
         # Sizes first, then the bytes from the tables the worker kept (sgfs.synthpool orders the two); with
         # nowhere to keep bytes, sizes only.
         assemble = self._disk is not None or self._content.maxsize > 0
-        for start in range(0, len(claimed), PREFETCH_BATCH):
-            batch = claimed[start : start + PREFETCH_BATCH]
+        # Batches of up to PREFETCH_BATCH, spread evenly over the workers: 9 files are 5 + 4 on two workers, not
+        # 8 + 1 (a small repository's files all arrive in about half the time).
+        size = max(1, min(PREFETCH_BATCH, -(-len(claimed) // self._pool.workers)))
+        for start in range(0, len(claimed), size):
+            batch = claimed[start : start + size]
             try:
                 worker, task = self._pool.measure(repo_key, repo.spec, [p for p, _ in batch], keep=assemble)
             except Exception:  # a broken or closed pool: the files are synthesised in process

@@ -6,6 +6,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_mount import FailingRepository, cli, files_under, mounted, one_line_error, small_seeds
@@ -191,6 +192,36 @@ def test_listing_prefetches_sizes_in_the_pool(pool: SynthesisPool, tmp_path: Pat
             info = source.cache_info()
             assert info.generated == len(r.file_paths()), "every file synthesised exactly once"
             assert info.content_bytes <= budget, "the memory budget holds with the pool"
+
+
+def test_prefetch_batches_are_spread_over_the_workers_and_leave_the_readme(pool: SynthesisPool) -> None:
+    """A listing's files go to the pool in batches of at most PREFETCH_BATCH, as even as the workers allow (a
+    small repository's sizes all arrive in about half the time), never with the README, read in process."""
+    from sgfs.source import PREFETCH_BATCH
+
+    asked: list[list[str]] = []
+    real = pool.measure
+
+    def measure(repo_key: str, spec: Any, paths: Any, keep: bool = True) -> Any:
+        asked.append(list(paths))
+        return real(repo_key, spec, paths, keep)
+
+    for seed in (285, small_seeds()["csv"][0]):
+        r = repo(seed)
+        asked.clear()
+        source = MountSource([seed], pool=pool)
+        pool.measure = measure  # type: ignore[method-assign]
+        try:
+            source.listdir(f"/{seed}")
+        finally:
+            del pool.measure  # type: ignore[method-assign]
+        files = [p for p in r.file_paths() if p != "README.md"][:256]
+        assert sorted(p for batch in asked for p in batch) == sorted(files)
+        sizes = [len(batch) for batch in asked]
+        assert max(sizes) <= PREFETCH_BATCH and max(sizes) - min(sizes[:-1] or sizes) <= 1
+        if len(files) <= 2 * PREFETCH_BATCH:
+            assert len(asked) == pool.workers  # one even batch per worker
+        assert all(source.stat(f"/{seed}/{p}").size == len(r.read(p)) for p in r.file_paths())
 
 
 def test_prefetch_picks_own_files_then_the_subtree_in_path_order_once() -> None:
