@@ -78,8 +78,8 @@ def _pow(a: float, b: float) -> float:
     except OverflowError:
         return math.inf if a > 0 or (float(b).is_integer() and b % 2 == 0) else -math.inf
     except ValueError:
-        if a == 0.0 and b < 0:
-            return math.inf
+        if a == 0.0 and b < 0:  # IEEE 754 (numpy, C): pow(±0, negative odd integer) is ±inf, else +inf
+            return math.copysign(math.inf, a) if float(b).is_integer() and b % 2 == 1 else math.inf
         return math.nan
     return result
 
