@@ -19,6 +19,7 @@ import ctypes
 import errno
 import logging
 import os
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -56,6 +57,12 @@ def bind_loop_functions(lib: ctypes.CDLL) -> Any:
     return dispatcher
 
 
+def _leave_signals_to_the_loop() -> None:
+    """A request thread never takes SIGINT/SIGTERM/SIGHUP: delivered to the loop's thread, such a signal
+    interrupts its read of the device, and the loop ends at once instead of at the next request."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
 class RequestLoop:
     """Reads requests until the session ends (unmounted, or a signal libfuse handles); ``later`` is the pool
     of threads callbacks hand waiting work to, None when no loop is running (then callbacks answer inline)."""
@@ -71,8 +78,11 @@ class RequestLoop:
         libc = ctypes.CDLL(None)
         libc.free.argtypes, libc.free.restype = [ctypes.c_void_p], None
         buf = FuseBuf()  # libfuse allocates its memory on the first read and reuses it
-        self.later = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="sgfs-request")
+        self.later = ThreadPoolExecutor(
+            max_workers=self.threads, thread_name_prefix="sgfs-request", initializer=_leave_signals_to_the_loop
+        )
         try:
+            # Checked before each read: a signal that came while a request was being answered ends the loop here.
             while not self.lib.fuse_session_exited(session):
                 received = self.lib.fuse_session_receive_buf(session, ctypes.byref(buf))
                 if received == -errno.EINTR:  # a signal: libfuse's handler marked the session exited, or not ours

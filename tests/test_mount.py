@@ -651,12 +651,25 @@ def test_generation_failure_answers_eio_and_keeps_serving(tmp_path: Path) -> Non
 
 
 @pytest.mark.fuse
-def test_sigterm_unmounts_cleanly(tmp_path: Path) -> None:
-    with mounted(tmp_path / "mnt", "--seeds", "1") as mnt:
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_sigterm_unmounts_cleanly(tmp_path: Path, busy: bool) -> None:
+    """Idle, or while readers keep the request threads synthesising: the mount goes and the daemon exits."""
+    with mounted(tmp_path / "mnt", "--seeds", "1", "--no-disk-cache") as mnt:
         assert os.listdir(mnt) == ["1"]
         pid = daemon_pid(mnt)
         assert pid is not None
+        if busy:
+            seed = small_seeds()["xlsx"][0]
+            readers = [
+                subprocess.Popen(["sh", "-c", f"find {mnt}/{seed} -type f | sort {order} | xargs cat"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for order in ("", "-r")
+            ]  # fmt: skip
+            time.sleep(0.3)
         os.kill(pid, signal.SIGTERM)
+        if busy:
+            for reader in readers:
+                reader.wait(20)
         assert wait_until(lambda: not is_mounted(mnt), 10), "SIGTERM left the mount behind"
         assert wait_until(lambda: daemon_pid(mnt) is None, 10), "the daemon outlived its mount"
         assert os.listdir(mnt) == []
