@@ -5,8 +5,8 @@
 - floor mt: a minimal FUSE daemon (ctypes over libfuse, the same listing pages as sgfs) whose every
   READDIRPLUS page was packed before mounting, so that a request costs one dictionary lookup and the reply,
   on libfuse's multithreaded loop (several threads read the device; what sgfs ran before its own loop);
-- floor 1t: the same daemon on libfuse's single-threaded loop (one thread receives and answers every request,
-  as sgfs's request loop does for what it has at hand): the kernel's and libfuse's share of a walk here;
+- floor 1t: the same daemon on sgfs's request loop (sgfs/request_loop.py: one thread receives and answers
+  every request): the kernel's, libfuse's and ctypes' share of a walk here;
 - sgfs: `sgfs mount --seeds SEED` over a disk cache that knows every size (as a CI run that restored
   --cache-dir: the seed's listing pages are made ready before the mount answers);
 - sgfs unlisted: the same without --seeds, so the first listing of the seed builds its pages.
@@ -129,9 +129,10 @@ def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
             lib.fuse_loop_cfg_create.argtypes, lib.fuse_loop_cfg_create.restype = [], ctypes.c_void_p
             lib.fuse_session_loop_mt_312.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             lib.fuse_session_loop_mt_312(session, lib.fuse_loop_cfg_create())
-        else:
-            lib.fuse_session_loop.argtypes, lib.fuse_session_loop.restype = [ctypes.c_void_p], ctypes.c_int
-            lib.fuse_session_loop(session)
+        else:  # sgfs's own loop: one thread reads and dispatches, keeping the GIL across its callbacks
+            from sgfs.request_loop import RequestLoop
+
+            RequestLoop(lib).run(session)
     finally:
         lib.fuse_remove_signal_handlers(session)
         lib.fuse_session_unmount(session)
@@ -223,7 +224,7 @@ def main() -> None:
                   f"{ours / native:>9.2f} {unlisted / native:>8.2f} {ours / single:>8.2f}")  # fmt: skip
     print()
     print("`ls -lR` seconds, medians of interleaved rounds, each mount fresh; floor = a FUSE daemon with every")
-    print("listing page packed before mounting, on libfuse's multithreaded loop (mt) or single-threaded loop (1t):")
+    print("listing page packed before mounting, on libfuse's multithreaded loop (mt) or sgfs's request loop (1t):")
     print("the kernel's and libfuse's share; sgfs = `sgfs mount --seeds SEED` over a disk cache that knows every")
     print("size; unlisted = the same mount without --seeds (the first listing builds the seed's pages).")
 

@@ -43,6 +43,8 @@ DEFAULT_MEMO_ENTRIES = 1_000_000
 # Listing a directory prefetches up to this many files below it (its own, then those below, breadth first),
 # in batches of PREFETCH_BATCH files per pool task: enough that a recursive walk keeps both workers busy.
 PREFETCH_FILES = 256
+# A file the disk cache holds and is at most this large is read where its request arrives (sgfs.request_loop).
+INLINE_DISK_READ = 1 << 20
 PREFETCH_BATCH = 8  # fewer, larger pool tasks: less IPC per file, and sizes measured together (Repository.sizes)
 
 
@@ -209,7 +211,8 @@ class MountSource:
             return self._stats.get((seed, "/".join(parts[1:])))
 
     def read_known(self, path: str, size: int, offset: int) -> bytes | None:
-        """``read`` when the file's bytes are in memory; None otherwise."""
+        """``read`` when the file's bytes are in memory, or in the disk cache for a file of at most
+        INLINE_DISK_READ bytes (a local read and a hash check); None when it would synthesise or wait."""
         parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
         seed = seed_from_name(parts[0])
         if seed is None or size < 0 or offset < 0 or "" in parts or "." in parts or ".." in parts:
@@ -218,6 +221,16 @@ class MountSource:
         with self._lock:
             stat = self._stats.get(key)
             content = None if stat is None or stat.is_dir else self._content.get(key)
+            repo_key = self._repo_keys.get(seed)
+        if content is None and stat is not None and not stat.is_dir and stat.size <= INLINE_DISK_READ:
+            if self._disk is None or repo_key is None or self._file_flight.pending(key) is not None:
+                return None
+            content = self._disk.content(repo_key, key[1])
+            if content is None or len(content) != stat.size:
+                return None  # not stored (or damaged, now removed): ``read`` regenerates it
+            with self._lock:
+                if len(content) <= self._content.maxsize:
+                    self._content[key] = content
         return None if content is None else content[offset : offset + size]
 
     def listdir(self, path: str) -> list[tuple[str, bool]]:

@@ -93,6 +93,40 @@ def test_damaged_entry_through_the_source_is_regenerated(tmp_path: Path) -> None
     assert fresh.cache_info().generated == 1, "regenerated, not served from the damaged entry"
 
 
+def test_reads_at_hand_come_from_the_disk_cache_and_never_serve_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``read_known`` (what the request loop's thread answers itself) reads a small file the disk cache holds,
+    without synthesis; a damaged entry is not served (``read`` then regenerates it); a file over
+    INLINE_DISK_READ, or one whose size is not known yet, is left to ``read``."""
+    from sgfs import source as source_module
+
+    seed = small_seeds()["csv"][0]
+    r = repo(seed)
+    filler = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
+    for path in r.file_paths():
+        filler.read(f"/{seed}/{path}", 1 << 30, 0)
+    fresh = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
+    first, second = r.file_paths()[:2]
+    assert fresh.read_known(f"/{seed}/{first}", 1 << 30, 0) is None  # nothing known of it yet
+    for path in r.file_paths():
+        assert fresh.stat(f"/{seed}/{path}").size == len(r.read(path))  # from the size index
+        assert fresh.read_known(f"/{seed}/{path}", 1 << 30, 2) == r.read(path)[2:]
+    assert fresh.cache_info().generated == 0
+    damaged = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
+    damaged.stat(f"/{seed}/{first}")
+    entry = DiskCache(tmp_path, 64 * MIB)._entry_path(repository_key(seed, r.spec), first)
+    raw = bytearray(entry.read_bytes())
+    raw[-1] ^= 0xFF
+    entry.write_bytes(bytes(raw))
+    assert damaged.read_known(f"/{seed}/{first}", 1 << 30, 0) is None
+    assert damaged.read(f"/{seed}/{first}", 1 << 30, 0) == r.read(first)
+    assert damaged.cache_info().generated == 1
+    monkeypatch.setattr(source_module, "INLINE_DISK_READ", 0)
+    damaged.stat(f"/{seed}/{second}")
+    assert damaged.read_known(f"/{seed}/{second}", 1 << 30, 0) is None
+
+
 @pytest.mark.parametrize("damage", ["flip_size", "flip_check", "truncate", "garbage"])
 def test_size_index_damage_is_never_believed(tmp_path: Path, damage: str) -> None:
     """Sizes come from one index per repository; a damaged record is skipped (the entry's own header, or a miss,
