@@ -217,6 +217,15 @@ class SgfsFilesystem:
             entries.append(DirEntry(name, child_path(path, name), is_dir, 0, attributes))
         return entries
 
+    def listing_at_hand(self, ino: int) -> bool:
+        """Whether ``readdir`` of directory ``ino`` needs nothing built first (no wait, no synthesis: the
+        entries' attributes are only looked up, never computed)."""
+        try:
+            path = self.inodes.path(ino)
+        except KeyError:
+            return True  # answered ESTALE at once
+        return self.source.built(path)
+
     # -- files -------------------------------------------------------------------------------------------
     @_errors
     def open(self, ino: int, pid: int) -> None:

@@ -211,6 +211,21 @@ class ListingBooks:
             return None  # a collision just now: nothing was counted, the slow path numbers them
         return page
 
+    def could_build(self, ino: int) -> bool:
+        """Whether a listing of directory ``ino`` may build its seed's book now (work to hand to a request
+        thread); cheap: no book yet, not refused, and the disk cache counts as many sizes as the seed has files."""
+        try:
+            path = self.fs.inodes.path(ino)
+        except KeyError:
+            return False
+        cut = path.find("/", 1)
+        top = path if cut < 0 else path[:cut]
+        seed = seed_from_name(top[1:]) if top != "/" else None
+        with self._lock:
+            if seed is None or top in self._books or top in self._refused:
+                return False
+        return self.fs.source.tree_may_be_known(seed)
+
     def prepare(self, seed: int) -> bool:
         """Build the book of ``seed`` now (at mount start, for a listed seed) if the disk cache knows every
         size of its repository; True when it is built."""

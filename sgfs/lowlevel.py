@@ -459,15 +459,19 @@ class LowLevelMount:
         return self._list_now(req, ino, size, offset, plus=True)
 
     def _list_now(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> bool:
-        """The empty page after a listing's last, or a page of a book already built."""
+        """The empty page after a listing's last, a page of a book already built, or a page of a repository
+        already built (the page by page path: a walk of a cold mount lists without a hand-over per directory)."""
         end = self.fs.listing_ends.get(ino)
         if end is not None and offset >= end:
             self.lib.fuse_reply_buf(req, None, 0)
             return True
         ready = self.books.page(ino, offset, size, build=False) if plus and self.books is not None else None
-        if ready is None:
+        if ready is not None:
+            self.lib.fuse_reply_buf(req, ready or None, len(ready))
+            return True
+        if not self.fs.listing_at_hand(ino) or (plus and self.books is not None and self.books.could_build(ino)):
             return False
-        self.lib.fuse_reply_buf(req, ready or None, len(ready))
+        self._list(req, ino, size, offset, plus=plus)
         return True
 
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:

@@ -199,6 +199,14 @@ class MountSource:
             self._stats[key] = stat
         return stat
 
+    def built(self, path: str) -> bool:
+        """Whether ``path`` lies in a seed whose repository is in memory (its listings then cost no synthesis
+        and no wait). Never the root: its listing carries the attributes of every listed seed."""
+        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+        seed = seed_from_name(parts[0])
+        with self._lock:
+            return seed is not None and seed in self._repos
+
     def known_stat(self, path: str) -> Stat | None:
         """``stat`` when it is memoised; None when it would build a repository, synthesise, wait or fail."""
         parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
@@ -317,7 +325,7 @@ class MountSource:
         repo = self._repository(seed)
         repo_key = self._repo_key(seed, repo)
         # Asked again at every listing of a seed until it succeeds: count before sorting any path.
-        if self._disk.index_count(repo_key) < len(repo.tree.file_paths) + int(repo.has_readme):
+        if not self._counted_whole(repo_key, repo):
             return None
         paths = repo.file_paths()
         sizes = [size for size in self._disk.index_sizes(repo_key, paths) if size is not None]
@@ -335,6 +343,20 @@ class MountSource:
                 for name, is_dir in entries
             ]
         return tree
+
+    def tree_may_be_known(self, seed: int) -> bool:
+        """Cheaply, whether ``known_tree(seed)`` may succeed: a disk cache, the repository built, and as many
+        sizes in its index as the repository has files. Builds and reads nothing."""
+        with self._lock:
+            repo = self._repos.get(seed)
+            repo_key = self._repo_keys.get(seed)
+        return (
+            self._disk is not None and repo is not None and repo_key is not None and self._counted_whole(repo_key, repo)
+        )
+
+    def _counted_whole(self, repo_key: str, repo: Repository) -> bool:
+        assert self._disk is not None
+        return self._disk.index_count(repo_key) >= len(repo.tree.file_paths) + int(repo.has_readme)
 
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
