@@ -245,9 +245,9 @@ class LowLevelMount:
 
     # -- the session -------------------------------------------------------------------------------------
     def prepare(self, seeds: list[int], budget_s: float) -> int:
-        """Before mounting: build the listing books of listed seeds the disk cache knows whole, in order, until
-        ``budget_s`` has passed or a seed is not known whole; returns how many are ready. A second mount of
-        the same seeds (the next CI run, its cache directory restored) then answers its first walk at once."""
+        """Before mounting: build the listing books of the listed seeds the disk cache knows whole, in order,
+        until ``budget_s`` has passed; returns how many are ready. A second mount of the same seeds (the next CI
+        run, its cache directory restored) then answers its first walk at once."""
         if self.books is None:
             return 0
         start = time.monotonic()
@@ -257,11 +257,11 @@ class LowLevelMount:
                 break
             try:
                 if not self.books.prepare(seed):
-                    break
+                    continue  # not every size known (yet): its first listing goes page by page
                 self.fs.source.stat(f"/{seed}")  # memoised: the seed folder's LOOKUP is answered at once too
             except Exception:  # the first request for the seed reports it
                 log.debug("preparing seed %d", seed, exc_info=True)
-                break
+                continue
             ready += 1
         if ready:
             log.info(
