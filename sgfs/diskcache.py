@@ -107,6 +107,30 @@ class DiskCache:
             self._indexes[repo_key] = index
         return index
 
+    def note_sizes(self, repo_key: str, sizes: list[tuple[str, int]]) -> None:
+        """Record sizes measured without the bytes (a pool's prefetch) in the index, in one append: a mount
+        that ends before the files are assembled still leaves every size it learnt to the next one."""
+        index = self._index(repo_key)
+        fresh = [(_path_hash(path), size) for path, size in sizes if index.get(_path_hash(path)) != size]
+        if not fresh:
+            return
+        records = b"".join(
+            fields + struct.pack("<Q", xxhash.xxh3_64_intdigest(fields))
+            for fields in (struct.pack("<QQ", path_hash, size) for path_hash, size in fresh)
+        )
+        try:
+            (self.root / repo_key).mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / repo_key / INDEX_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, records)
+            finally:
+                os.close(fd)
+        except OSError:
+            return  # a full or read-only disk only costs the cache
+        with self._lock:
+            index.update(fresh)
+        self._account(len(records))
+
     def _append_index(self, repo_key: str, path: str, size: int) -> None:
         index = self._index(repo_key)
         path_hash = _path_hash(path)

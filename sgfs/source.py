@@ -575,6 +575,10 @@ class MountSource:
         results: dict[str, Synthesised] = {}
         if done is not None and not done.cancelled() and done.exception() is None:
             results = {r.path: r for r in done.result()}
+        if self._disk is not None:  # sizes always: kept even if the mount ends before the bytes are assembled
+            measured = [(r.path, r.size) for r in results.values() if r.size >= 0]
+            if measured:
+                self._disk.note_sizes(self._repo_key(seed, repo), measured)
         to_encode: list[str] = []
         for path, future in batch:
             key = (seed, path)

@@ -258,6 +258,34 @@ def test_prefetch_batches_are_spread_over_the_workers_and_leave_the_readme(pool:
         assert all(source.stat(f"/{seed}/{p}").size == len(r.read(p)) for p in r.file_paths())
 
 
+def test_sizes_the_pool_measured_stay_on_disk_without_the_bytes(pool: SynthesisPool, tmp_path: Path) -> None:
+    """Sizes always: a prefetch's measured sizes go to the disk cache's index at once, so a mount that ends
+    before its files are assembled (here: no encode ever runs) leaves them to the next mount."""
+    seed = small_seeds()["csv"][0]
+    r = repo(seed)
+
+    def no_encode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the pool is closing")
+
+    source = MountSource([seed], pool=pool, disk=DiskCache(tmp_path, 64 * MIB))
+    pool.encode = no_encode  # type: ignore[method-assign, assignment]
+    try:
+        source.listdir(f"/{seed}")
+        for path in r.file_paths():
+            assert source.stat(f"/{seed}/{path}").size == len(r.read(path))
+    finally:
+        del pool.encode  # type: ignore[method-assign]
+    key = repository_key(seed, r.spec)
+    fresh = DiskCache(tmp_path, 64 * MIB)
+    files = [p for p in r.file_paths() if p != "README.md"]
+    assert fresh.index_sizes(key, files) == [len(r.read(p)) for p in files]
+    assert all(fresh.content(key, p) is None for p in files)  # sizes only: no entry was written
+    index = fresh.root / key / INDEX_NAME
+    before = index.stat().st_size
+    fresh.note_sizes(key, [(p, len(r.read(p))) for p in files])  # known already: nothing appended
+    assert index.stat().st_size == before
+
+
 def test_prefetch_picks_own_files_then_the_subtree_in_path_order_once() -> None:
     from sgfs.source import _Unasked
 
