@@ -111,7 +111,8 @@ class DiskCache:
         """Record sizes measured without the bytes (a pool's prefetch) in the index, in one append: a mount
         that ends before the files are assembled still leaves every size it learnt to the next one."""
         index = self._index(repo_key)
-        fresh = [(_path_hash(path), size) for path, size in sizes if index.get(_path_hash(path)) != size]
+        hashed = [(_path_hash(path), size) for path, size in sizes]
+        fresh = [(path_hash, size) for path_hash, size in hashed if index.get(path_hash) != size]
         if not fresh:
             return
         records = b"".join(

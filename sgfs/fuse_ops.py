@@ -248,7 +248,8 @@ class SgfsFilesystem:
 
     @_errors
     def read_known(self, ino: int, size: int, offset: int, pid: int) -> bytes | None:
-        """``read`` when the file's bytes are in memory; None otherwise (never synthesises or waits)."""
+        """``read`` when the file's bytes are at hand (in memory, or a small file in the disk cache); None when
+        it would synthesise or wait."""
         path = self._path(ino)
         data = self.source.read_known(path, size, offset)
         if data is not None and self.audit is not None:
