@@ -77,7 +77,7 @@ class DiskCache:
         header = self._read(repo_key, path, header_only=True)
         if header is None:
             return None
-        self._append_index(repo_key, path, header.size)  # an entry the index lacks: the next mount finds it there
+        self._append_index(repo_key, [(path, header.size)])  # an entry the index lacks: the next mount finds it there
         return header.size
 
     def index_sizes(self, repo_key: str, paths: list[str]) -> list[int | None]:
@@ -110,11 +110,16 @@ class DiskCache:
     def note_sizes(self, repo_key: str, sizes: list[tuple[str, int]]) -> None:
         """Record sizes measured without the bytes (a pool's prefetch) in the index, in one append: a mount
         that ends before the files are assembled still leaves every size it learnt to the next one."""
+        self._account(self._append_index(repo_key, sizes))
+
+    def _append_index(self, repo_key: str, sizes: list[tuple[str, int]]) -> int:
+        """Append the (path, size) records the index lacks, in one write; the bytes written (0: none, or a
+        full or read-only disk, which only costs the cache)."""
         index = self._index(repo_key)
         hashed = [(_path_hash(path), size) for path, size in sizes]
         fresh = [(path_hash, size) for path_hash, size in hashed if index.get(path_hash) != size]
         if not fresh:
-            return
+            return 0
         records = b"".join(
             fields + struct.pack("<Q", xxhash.xxh3_64_intdigest(fields))
             for fields in (struct.pack("<QQ", path_hash, size) for path_hash, size in fresh)
@@ -127,28 +132,10 @@ class DiskCache:
             finally:
                 os.close(fd)
         except OSError:
-            return  # a full or read-only disk only costs the cache
+            return 0
         with self._lock:
             index.update(fresh)
-        self._account(len(records))
-
-    def _append_index(self, repo_key: str, path: str, size: int) -> None:
-        index = self._index(repo_key)
-        path_hash = _path_hash(path)
-        if index.get(path_hash) == size:
-            return
-        fields = struct.pack("<QQ", path_hash, size)
-        record = fields + struct.pack("<Q", xxhash.xxh3_64_intdigest(fields))
-        try:
-            fd = os.open(self.root / repo_key / INDEX_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, record)
-            finally:
-                os.close(fd)
-        except OSError:
-            return  # a full or read-only disk only costs the cache
-        with self._lock:
-            index[path_hash] = size
+        return len(records)
 
     def content(self, repo_key: str, path: str) -> bytes | None:
         """The file's bytes if an intact entry holds them (hashes checked; a bad entry is removed)."""
@@ -191,7 +178,7 @@ class DiskCache:
                 raise
         except OSError:
             return 0  # a full or read-only disk only costs the cache
-        self._append_index(repo_key, path, len(content))
+        self._append_index(repo_key, [(path, len(content))])
         self._account(len(blob) + _RECORD.size)
         return len(blob)
 
