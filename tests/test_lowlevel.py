@@ -7,6 +7,7 @@ import ctypes
 import errno
 import logging
 import os
+import struct
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -220,12 +221,16 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
 @pytest.mark.fuse
 def test_a_request_that_waits_holds_up_no_other(tmp_path: Path) -> None:
     """The request loop answers what is at hand in its own thread and hands waiting work to its threads: while
-    one seed's repository takes its time to build, another seed is walked and read in full."""
+    one seed's repository takes its time to build for its first LOOKUP, another seed of the same root is
+    walked and read in full. That needs the kernel told it may send LOOKUPs of one directory in parallel
+    (FUSE_PARALLEL_DIROPS, which libfuse 3.14 leaves out of its INIT reply): otherwise it holds the root's
+    lock for the waiting LOOKUP and the walk's first LOOKUP waits behind it."""
     slow, fast = small_seeds()["csv"][0], small_seeds()["log"][1]
-    release = threading.Event()
+    building, release = threading.Event(), threading.Event()
 
     def factory(seed: int) -> generators.Repository:
         if seed == slow:
+            building.set()
             assert release.wait(30)
         return generators.repository(seed)
 
@@ -235,10 +240,12 @@ def test_a_request_that_waits_holds_up_no_other(tmp_path: Path) -> None:
         waiter = threading.Thread(target=lambda: stuck.append(len(os.listdir(mnt / str(slow)))), daemon=True)
         waiter.start()
         try:
+            assert building.wait(30)  # the LOOKUP of the slow seed is in the daemon: the kernel waits on it
             sizes = walk(mnt / str(fast))
+            assert waiter.is_alive() and not stuck  # still waiting for its repository
             assert sizes == {p: len(repo(fast).read(p)) for p in repo(fast).file_paths()}
             assert all((mnt / str(fast) / p).read_bytes() == repo(fast).read(p) for p in sizes)
-            assert waiter.is_alive() and not stuck  # still waiting for its repository
+            assert waiter.is_alive() and not stuck
         finally:
             release.set()
         waiter.join(timeout=30)
@@ -429,3 +436,109 @@ def test_the_request_loop_reads_until_the_session_ends(last: int, caplog: pytest
         loop.run(7, dispatch)
     assert reads == [100] and len(answered) == 2 and loop.later is None
     assert ("reading the FUSE device failed" in caplog.text) == (last != 0)
+
+
+def init_request(flags: int, opcode: int = 26) -> bytes:
+    """A request as the kernel sends it: fuse_in_header (40 bytes), then fuse_init_in's first four fields."""
+    return struct.pack("<IIQQIIII", 56, opcode, 2, 0, 0, 0, 0, 0) + struct.pack("<IIII", 7, 45, 1 << 17, flags)
+
+
+def init_reply(flags: int, error: int = 0) -> bytes:
+    """fuse_out_header, then fuse_init_out's first fields (what libfuse writes back)."""
+    body = struct.pack("<IIII", 7, 31, 1 << 17, flags) + bytes(48) if error == 0 else b""
+    return struct.pack("<IiQ", 16 + len(body), error, 2) + body
+
+
+def test_parallel_dirops_join_the_init_reply() -> None:
+    """The flag is added when the kernel offered it, and only then; a reply that is an error, short, or whose
+    length disagrees with its header is passed on untouched."""
+    from sgfs.request_loop import FUSE_PARALLEL_DIROPS, FuseBuf, init_request_flags, with_parallel_dirops
+
+    offered = 0x73FFFFFB
+    patched = with_parallel_dirops(init_reply(0x4040B029), offered)
+    assert patched == init_reply(0x4040B029 | FUSE_PARALLEL_DIROPS)
+    assert with_parallel_dirops(init_reply(0x4040B029), offered & ~FUSE_PARALLEL_DIROPS) == init_reply(0x4040B029)
+    for untouched in (init_reply(0, error=-71), init_reply(0x29)[:20], init_reply(0x29) + b"x"):
+        assert with_parallel_dirops(untouched, offered) == untouched
+
+    def buf_of(data: bytes, flags: int = 0) -> tuple[FuseBuf, Any]:
+        memory = ctypes.create_string_buffer(data, len(data))
+        return FuseBuf(size=len(data), flags=flags, mem=ctypes.addressof(memory)), memory
+
+    for data, flags, expected in (
+        (init_request(offered), 0, offered),
+        (init_request(offered, opcode=1), 0, None),  # a LOOKUP
+        (init_request(offered)[:50], 0, None),  # too short to be an INIT
+        (init_request(offered), 2, None),  # the request sits in a pipe (FUSE_BUF_IS_FD), not in memory
+    ):
+        buf, _memory = buf_of(data, flags)
+        assert init_request_flags(buf) == expected
+    assert init_request_flags(FuseBuf()) is None
+
+
+def test_writes_to_catches_a_reply_and_restores_the_descriptor() -> None:
+    """What the call writes to the descriptor lands in the catch, not at the descriptor's target; afterwards the
+    descriptor writes where it did before, with its close-on-exec flag as it was, also when the call fails."""
+    import fcntl
+
+    from sgfs.request_loop import writes_to
+
+    read_end, write_end = os.pipe()
+    try:
+        for cloexec in (True, False):
+            os.set_inheritable(write_end, not cloexec)
+            assert writes_to(write_end, lambda: os.write(write_end, b"caught")) == b"caught"
+            with pytest.raises(RuntimeError):
+                writes_to(write_end, lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+            assert bool(fcntl.fcntl(write_end, fcntl.F_GETFD) & fcntl.FD_CLOEXEC) == cloexec
+            os.write(write_end, b"through")
+            assert os.read(read_end, 100) == b"through"  # nothing caught leaked to the pipe's reader
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_request_loop_sends_init_with_parallel_dirops() -> None:
+    """The first request, INIT, is answered through libfuse's dispatcher with its reply caught and sent on
+    with FUSE_PARALLEL_DIROPS; requests after it go to the dispatcher as they are, an INIT look-alike too."""
+    from sgfs.request_loop import FUSE_PARALLEL_DIROPS, RequestLoop
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    device_reader, device = os.pipe()
+    requests = [init_request(0x73FFFFFB), init_request(0x73FFFFFB)]
+    dispatched: list[bytes] = []
+
+    class FakeLib:
+        def fuse_session_exited(self, session: Any) -> int:
+            return 0
+
+        def fuse_session_fd(self, session: Any) -> int:
+            return device
+
+        def fuse_session_receive_buf(self, session: Any, buf: Any) -> int:
+            if not requests:
+                return 0
+            data = requests.pop(0)
+            buf_ = buf._obj
+            if not buf_.mem:  # libfuse allocates on the first read; run() frees it with free(3)
+                buf_.mem = libc.malloc(4096)
+            ctypes.memmove(buf_.mem, data, len(data))
+            buf_.size = len(data)
+            return len(data)
+
+    def dispatch(session: Any, buf: Any) -> None:
+        dispatched.append(ctypes.string_at(buf._obj.mem, buf._obj.size))
+        os.write(device, init_reply(0x4040B029))
+
+    try:
+        RequestLoop(FakeLib()).run(7, dispatch)  # type: ignore[arg-type]
+        os.close(device)
+        device = -1
+        sent = os.read(device_reader, 4096)
+    finally:
+        os.close(device_reader)
+        if device >= 0:
+            os.close(device)
+    assert len(dispatched) == 2
+    assert sent == init_reply(0x4040B029 | FUSE_PARALLEL_DIROPS) + init_reply(0x4040B029)
