@@ -207,14 +207,24 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
         contents = {p: (mnt / str(seed) / p).read_bytes() for p in sizes}
         assert contents == {p: repo(seed).read(p) for p in sizes}
         assert fs.calls["readdir"] > 0 and fs.calls["read"] > 0
-        fs.calls.clear()
-        assert walk(mnt / str(seed)) == sizes
-        assert {p: (mnt / str(seed) / p).read_bytes() for p in sizes} == contents
+        directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
+        # The test machines' host reclaims the guest's page cache continuously (pages and listings go within
+        # seconds), so a page may go between two passes: the kernel keeps them if one of a few passes in a row
+        # reaches the daemon for nothing (a kernel that kept nothing would send them all every time).
+        passes = []
+        for _ in range(4):
+            fs.calls.clear()
+            assert walk(mnt / str(seed)) == sizes
+            assert {p: (mnt / str(seed) / p).read_bytes() for p in sizes} == contents
+            passes.append(dict(fs.calls))
+            if not cache_listings:  # listings reach the daemon on every pass
+                assert fs.calls["readdir"] >= directories, passes
+            if fs.calls["read"] == 0 and (not cache_listings or not fs.calls):
+                break
         if cache_listings:
-            assert fs.calls == {}, fs.calls
-        else:  # listings reach the daemon again, pages stay in the kernel (only an audited mount drops them)
-            directories = 1 + len({str(Path(p).parent) for p in sizes} - {"."})
-            assert fs.calls["readdir"] >= directories and fs.calls["read"] == 0
+            assert passes[-1] == {}, passes
+        else:  # pages stay in the kernel (only an audited mount drops them)
+            assert set(passes[-1]) <= {"readdir"}, passes  # no read, no lookup
         assert len(fs.inodes) > 1  # the kernel holds what it looked up
 
 
