@@ -177,6 +177,7 @@ class RequestLoop:
         fd = self.lib.fuse_session_fd(session)
         reply = writes_to(fd, lambda: dispatch(session, ctypes.byref(buf)))
         answer = with_parallel_dirops(reply, offered)
-        os.write(fd, answer)
+        if answer:  # libfuse always answers INIT; a zero-length write would be refused by the device
+            os.write(fd, answer)
         allowed = "allows" if offered & FUSE_PARALLEL_DIROPS else "does not offer"
         log.debug("INIT answered: the kernel %s parallel lookups and listings in one directory", allowed)
