@@ -187,18 +187,29 @@ def sgfs_mounted(mnt: Path, seed: int, cache: Path, listed: bool) -> Iterator[Pa
         unmount(mnt)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def walk_arguments(description: str, repeat: int) -> argparse.ArgumentParser:
+    """The options of a script that walks seeds in interleaved rounds (see ``walk_seeds``)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", default="288,118", help="seed list (1-3,118)")
-    parser.add_argument("--repeat", type=int, default=7, help="interleaved rounds; medians")
+    parser.add_argument("--repeat", type=int, default=repeat, help="interleaved rounds; medians")
+    return parser
+
+
+def walk_seeds(args: argparse.Namespace) -> list[int]:
+    """The seeds to walk, once --repeat is checked."""
+    if args.repeat < 1:
+        raise SystemExit("--repeat must be 1 or more")
+    return parse_seed_list(args.seeds)
+
+
+def main() -> None:
+    parser = walk_arguments(__doc__.splitlines()[0], repeat=7)
     parser.add_argument("--serve", nargs=4, metavar=("MNT", "SEED", "CACHE", "LOOP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve_floor(args.serve[0], int(args.serve[1]), args.serve[2], args.serve[3])
         return
-    if args.repeat < 1:
-        raise SystemExit("--repeat must be 1 or more")
-    seeds = parse_seed_list(args.seeds)
+    seeds = walk_seeds(args)
     print(f"{'seed':>6} {'dirs':>6} {'files':>6} | {'native':>7} {'floor mt':>8} {'floor 1t':>8} {'sgfs':>7} "
           f"{'unlisted':>8} | {'mt/nat':>7} {'1t/nat':>7} {'sgfs/nat':>9} {'unl/nat':>8} {'sgfs/1t':>8}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="sgfs-floor-") as tmp:

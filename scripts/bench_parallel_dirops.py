@@ -16,7 +16,6 @@ Usage: python3 scripts/bench_parallel_dirops.py [--seeds 288,118] [--repeat 5]
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import subprocess
@@ -26,11 +25,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench_fuse_floor import SGFS, ls_seconds, run, unmount  # the same walk, timed the same way
+from bench_fuse_floor import (  # the same walk, timed the same way
+    SGFS,
+    ls_seconds,
+    run,
+    unmount,
+    walk_arguments,
+    walk_seeds,
+)
 
 import generators
 from sgfs.daemon import mount_type
-from sgfs.seeds import parse_seed_list
 
 SERIAL = "import sgfs.request_loop as loop; loop.with_parallel_dirops = lambda reply, offered: reply; "
 DAEMON = "import sys; from sgfs.daemon import main; sys.exit(main(sys.argv[1:]))"
@@ -58,13 +63,8 @@ def daemon_mounted(mnt: Path, seed: int, cache: str, parallel: bool) -> Iterator
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="288,118", help="seed list (1-3,118)")
-    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds; medians")
-    args = parser.parse_args()
-    if args.repeat < 1:
-        raise SystemExit("--repeat must be 1 or more")
-    seeds = parse_seed_list(args.seeds)
+    args = walk_arguments(__doc__.splitlines()[0], repeat=5).parse_args()
+    seeds = walk_seeds(args)
     print(f"{'seed':>6} {'dirs':>6} {'files':>6} | {'cold par':>8} {'serial':>8} {'gain':>6} | "
           f"{'disk par':>8} {'serial':>8} {'gain':>6}")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="sgfs-dirops-") as tmp:

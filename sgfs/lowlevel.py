@@ -389,18 +389,19 @@ class LowLevelMount:
             self.lib.fuse_reply_none(req)
 
     def _getattr(self, req: int, ino: int, fi: Any) -> None:
-        st = c_stat()
-        self._fill_stat(st, self.fs.getattr(ino))
-        self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
+        self._reply_attr(req, self.fs.getattr(ino))
 
     def _getattr_now(self, req: int, ino: int, fi: Any) -> bool:
         attributes = self.fs.getattr_known(ino)
         if attributes is None:
             return False
+        self._reply_attr(req, attributes)
+        return True
+
+    def _reply_attr(self, req: int, attributes: Attributes) -> None:
         st = c_stat()
         self._fill_stat(st, attributes)
         self.lib.fuse_reply_attr(req, ctypes.byref(st), self.timeout)
-        return True
 
     def _open(self, req: int, ino: int, fi: Any) -> None:
         info = fi.contents
@@ -465,21 +466,27 @@ class LowLevelMount:
         if end is not None and offset >= end:
             self.lib.fuse_reply_buf(req, None, 0)
             return True
-        ready = self.books.page(ino, offset, size, build=False) if plus and self.books is not None else None
-        if ready is not None:
-            self.lib.fuse_reply_buf(req, ready or None, len(ready))
+        if plus and self.books is not None and self._reply_page(req, self.books.page(ino, offset, size, build=False)):
             return True
         if not self.fs.listing_at_hand(ino) or (plus and self.books is not None and self.books.could_build(ino)):
             return False
-        self._list(req, ino, size, offset, plus=plus)
+        self._list_entries(req, ino, size, offset, plus=plus)  # no book to ask again: none answers it now
+        return True
+
+    def _reply_page(self, req: int, page: bytes | None) -> bool:
+        """Send a packed listing page (empty: past the end); False, sending nothing, when there is none."""
+        if page is None:
+            return False
+        self.lib.fuse_reply_buf(req, page or None, len(page))
         return True
 
     def _list(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
-        if plus and self.books is not None:
-            ready = self.books.page(ino, offset, size)
-            if ready is not None:
-                self.lib.fuse_reply_buf(req, ready or None, len(ready))
-                return
+        if plus and self.books is not None and self._reply_page(req, self.books.page(ino, offset, size)):
+            return
+        self._list_entries(req, ino, size, offset, plus=plus)
+
+    def _list_entries(self, req: int, ino: int, size: int, offset: int, *, plus: bool) -> None:
+        """A page of the listing built entry by entry (no book)."""
         header = DIRENTPLUS_HEADER if plus else DIRENT_HEADER
         pid = self._pid(req) if self.fs.audit is not None else 0
         entries = self.fs.readdir(ino, offset, size // (header + 8) + 1, pid, plus)

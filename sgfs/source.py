@@ -209,23 +209,21 @@ class MountSource:
 
     def known_stat(self, path: str) -> Stat | None:
         """``stat`` when it is memoised; None when it would build a repository, synthesise, wait or fail."""
-        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
-        if parts == [""]:
+        if path in ("/", ""):
             return self.stat("/")
-        seed = seed_from_name(parts[0])
-        if seed is None or "" in parts or "." in parts or ".." in parts:
+        key = self._memo_key(path)
+        if key is None:
             return None
         with self._lock:
-            return self._stats.get((seed, "/".join(parts[1:])))
+            return self._stats.get(key)
 
     def read_known(self, path: str, size: int, offset: int) -> bytes | None:
         """``read`` when the file's bytes are in memory, or in the disk cache for a file of at most
         INLINE_DISK_READ bytes (a local read and a hash check); None when it would synthesise or wait."""
-        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
-        seed = seed_from_name(parts[0])
-        if seed is None or size < 0 or offset < 0 or "" in parts or "." in parts or ".." in parts:
+        key = self._memo_key(path)
+        if key is None or size < 0 or offset < 0:
             return None
-        key = (seed, "/".join(parts[1:]))
+        seed = key[0]
         with self._lock:
             stat = self._stats.get(key)
             content = None if stat is None or stat.is_dir else self._content.get(key)
@@ -388,6 +386,16 @@ class MountSource:
         if any(p in (".", "..") for p in parts):
             raise FileNotFoundError(path)
         return parts
+
+    @staticmethod
+    def _memo_key(path: str) -> tuple[int, str] | None:
+        """(seed, path within its repository) of a path below a seed folder, as the memos key it; None for the
+        root or a malformed path (an empty, '.' or '..' part): never raises, for the answers at hand."""
+        parts = path.split("/")[1:] if path.startswith("/") else path.split("/")
+        seed = seed_from_name(parts[0])
+        if seed is None or "" in parts or "." in parts or ".." in parts:
+            return None
+        return seed, "/".join(parts[1:])
 
     @staticmethod
     def _seed(name: str) -> int:
