@@ -28,6 +28,7 @@ from pathlib import Path
 from bench_mount import ENV, mounted, sgfs
 
 import generators
+from sgfs.errors import SgfsError
 from sgfs.seeds import parse_seed_list
 
 Step = tuple[str, Callable[[Path], float]]
@@ -160,4 +161,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SgfsError as exc:  # a bad --seeds: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

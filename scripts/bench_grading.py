@@ -21,6 +21,7 @@ from generators import repository
 from qa.answers import DECODER
 from qa.generate import generate
 from qa.grading import GradedQuestion, extract_answer, figure_unit, grade, parse_question
+from sgfs.errors import SgfsError
 from sgfs.seeds import parse_seed_list
 
 
@@ -116,4 +117,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SgfsError as exc:  # a bad --seeds: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

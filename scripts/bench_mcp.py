@@ -21,6 +21,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 import generators
+from sgfs.errors import SgfsError
 from sgfs.mcp.server import build_server
 from sgfs.seeds import parse_seed_list
 from sgfs.source import MountSource
@@ -101,4 +102,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SgfsError as exc:  # a bad --seeds: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

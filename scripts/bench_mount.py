@@ -28,6 +28,7 @@ from typing import TypeVar
 
 import generators
 from sgfs.daemon import mount_type
+from sgfs.errors import SgfsError
 from sgfs.seeds import parse_seed_list
 
 SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
@@ -206,4 +207,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SgfsError as exc:  # a bad --seeds: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None

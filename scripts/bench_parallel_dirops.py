@@ -36,6 +36,7 @@ from bench_fuse_floor import (  # the same walk, timed the same way
 
 import generators
 from sgfs.daemon import mount_type
+from sgfs.errors import SgfsError
 
 SERIAL = "import sgfs.request_loop as loop; loop.with_parallel_dirops = lambda reply, offered: reply; "
 DAEMON = "import sys; from sgfs.daemon import main; sys.exit(main(sys.argv[1:]))"
@@ -93,4 +94,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SgfsError as exc:  # a bad --seeds: one line, no traceback
+        raise SystemExit(f"error: {exc}") from None
