@@ -33,6 +33,9 @@ class InodeTable:
         self._paths: dict[int, str] = {ROOT_INO: "/"}
         self._counts: dict[int, int] = {}
         self._moved: dict[str, int] = {}  # paths whose hashed number another path held first (never in practice)
+        # Numbers handed out by listing pages answered in C (sgfs.fast_pages), counted only afterwards: kept for
+        # their paths, so that no other path takes one meanwhile.
+        self._claimed: dict[int, str] = {}
 
     def __len__(self) -> int:
         """Entries the kernel holds, the root included."""
@@ -55,14 +58,18 @@ class InodeTable:
             return ROOT_INO
         with self._lock:
             ino = self._moved.get(path) or path_ino(path)
-            held = self._paths.get(ino)
+            held = self._holder(ino)
             while held is not None and held != path:  # a 63-bit collision: probe for a free number
                 ino = ino + 1 if ino < _INO_MASK else 2
-                held = self._paths.get(ino)
+                held = self._holder(ino)
                 self._moved[path] = ino
             self._paths[ino] = path
             self._counts[ino] = self._counts.get(ino, 0) + 1
             return ino
+
+    def _holder(self, ino: int) -> str | None:
+        """The path that has ``ino`` (held by the kernel or claimed), if any; with the lock held."""
+        return self._paths.get(ino) or self._claimed.get(ino)
 
     @property
     def collided(self) -> bool:
@@ -73,9 +80,9 @@ class InodeTable:
         """Count one lookup of each (path, number), numbers as ``path_ino`` gives them; False, with nothing
         counted, when one of those numbers is another path's (then ``acquire`` each path instead)."""
         with self._lock:
-            paths = self._paths
+            paths, claimed = self._paths, self._claimed
             for path, ino in held:
-                holder = paths.get(ino)
+                holder = paths.get(ino) or claimed.get(ino)
                 if holder is not None and holder != path:
                     return False
             counts = self._counts
@@ -83,6 +90,27 @@ class InodeTable:
                 paths[ino] = path
                 counts[ino] = counts.get(ino, 0) + 1
         return True
+
+    def claim(self, held: list[tuple[str, int]]) -> bool:
+        """Keep each (path, number) for its path until ``release``, without counting a lookup: the numbers a
+        listing answered in C hands the kernel before Python counts them. False, with nothing claimed, when
+        one of those numbers is another path's, or a path here has been moved off its hashed number."""
+        with self._lock:
+            moved = self._moved
+            for path, ino in held:
+                holder = self._holder(ino)
+                if (holder is not None and holder != path) or path in moved:
+                    return False
+            self._claimed.update((ino, path) for path, ino in held)
+        return True
+
+    def release(self, held: list[tuple[str, int]]) -> None:
+        """Give up the claims of ``claim(held)``; what the kernel holds stays counted."""
+        with self._lock:
+            claimed = self._claimed
+            for path, ino in held:
+                if claimed.get(ino) == path:
+                    del claimed[ino]
 
     def forget(self, ino: int, lookups: int) -> None:
         """The kernel dropped ``lookups`` of its lookups of ``ino``; at zero the entry goes."""

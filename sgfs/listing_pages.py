@@ -140,9 +140,19 @@ class ListingBook:
         buffer[name_at + np.arange(int(namelen.sum()))] = np.frombuffer(b"".join(names), dtype=np.uint8)
         self.blob = buffer.tobytes()
         self.ends = end.tolist()  # ends[i]: where record i ends in blob
+        # The same for the reader in C (sgfs.fast_pages): record ends, and each directory's number and records.
+        self.end_array = end.astype(np.uint64)
+        self.folder_numbers = np.fromiter(self.by_number, dtype=np.uint64, count=len(self.by_number))
+        self.folder_ranges = np.array(list(self.by_number.values()), dtype=np.int64).reshape(-1, 2)
         self.paths = paths
         self.numbers = numbers
-        self.nbytes = len(self.blob) + 200 * total  # the records, and roughly the lists beside them
+        # The records, and roughly the lists beside them and the claims of the reader in C (sgfs.fast_pages).
+        self.nbytes = len(self.blob) + 300 * total
+
+    def lookups(self, first: int, end: int) -> list[tuple[str, int]]:
+        """The (path, number) lookups records ``first`` to ``end`` hand the kernel ('.' and '..' hand none)."""
+        numbers = self.numbers
+        return [(path, numbers[i]) for i, path in enumerate(self.paths[first:end], start=first) if path is not None]
 
     def page(self, folder: tuple[int, int], offset: int, size: int) -> tuple[bytes, list[tuple[str, int]]]:
         """The records of ``folder`` (a range of ``folders``) from entry ``offset`` on that fit in ``size``
@@ -156,10 +166,7 @@ class ListingBook:
         last = bisect.bisect_right(ends, base + size, lo=first, hi=hi)
         if last == first:
             return b"", []
-        paths, numbers = self.paths, self.numbers
-        return self.blob[base : ends[last - 1]], [
-            (path, numbers[i]) for i, path in enumerate(paths[first:last], start=first) if path is not None
-        ]
+        return self.blob[base : ends[last - 1]], self.lookups(first, last)
 
 
 class _Books(LRUCache[str, ListingBook]):
@@ -168,13 +175,16 @@ class _Books(LRUCache[str, ListingBook]):
     def __init__(self, max_bytes: int) -> None:
         super().__init__(maxsize=max(max_bytes, 1), getsizeof=lambda book: book.nbytes)
         self.by_number: dict[int, tuple[ListingBook, tuple[int, int]]] = {}
+        self.changes = 0  # how many books came and went: the reader in C registers them again when it moves
 
     def __setitem__(self, key: str, value: ListingBook) -> None:
         super().__setitem__(key, value)  # may evict others first (popitem)
         self.by_number.update((number, (value, folder)) for number, folder in value.by_number.items())
+        self.changes += 1
 
     def popitem(self) -> tuple[str, ListingBook]:
         key, book = super().popitem()
+        self.changes += 1
         for number in book.by_number:
             self.by_number.pop(number, None)
         return key, book
@@ -210,6 +220,14 @@ class ListingBooks:
         if children and not inodes.acquire_hashed(children):
             return None  # a collision just now: nothing was counted, the slow path numbers them
         return page
+
+    def kept(self, since: int) -> tuple[int, list[ListingBook]] | None:
+        """The books kept now and a mark to pass next time; None when none came or went since mark ``since``."""
+        with self._lock:
+            books = self._books
+            if books.changes == since:
+                return None
+            return books.changes, list(books.values())
 
     def could_build(self, ino: int) -> bool:
         """Whether a listing of directory ``ino`` may build its seed's book now (work to hand to a request

@@ -28,6 +28,7 @@ from typing import Any
 import mfusepy
 
 from sgfs.errors import SgfsError
+from sgfs.fast_pages import PageReader, load_reader
 from sgfs.fuse_ops import (
     BLOCK,
     DIR_MODE,
@@ -218,11 +219,12 @@ class LowLevelMount:
         self.timeout = float(timeout_s)
         self.lib = load_libfuse()
         self._callbacks: list[Any] = []
-        self.loop = RequestLoop(self.lib)
         self.ops = LowLevelOps()
         # Pages of seeds whose every size is known, packed ahead; never on an audited mount, which must see
         # each listing through SgfsFilesystem.readdir.
         self.books = ListingBooks(fs, self.timeout) if fs.cache_listings else None
+        self.reader: PageReader | None = None  # answers the books' pages in C once the session runs
+        self.loop = RequestLoop(self.lib, reader_for=self._page_reader)
         # Whether the kernel takes ENOSYS to OPEN / OPENDIR as "never ask again" (set at init); older kernels
         # would fail the open, so there the daemon answers it with the caching flags instead.
         self.kernel_skips_open = False
@@ -282,6 +284,17 @@ class LowLevelMount:
             self._loop(session)
         finally:
             self.lib.fuse_session_destroy(session)
+
+    def _page_reader(self, session: int) -> PageReader | None:
+        """The request reader that answers the books' pages in C (sgfs.fast_pages), when it is built."""
+        if self.books is None:
+            return None
+        lib = load_reader()
+        if lib is None:
+            return None
+        self.reader = PageReader(lib, self.books, self.fs.inodes, self.lib.fuse_session_exited, session)
+        log.debug("listing pages of books answered in C")
+        return self.reader
 
     def _loop(self, session: int) -> None:
         in_main = threading.current_thread() is threading.main_thread()

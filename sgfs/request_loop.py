@@ -27,8 +27,9 @@ import logging
 import os
 import signal
 import struct
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("sgfs.mount")
 
@@ -44,6 +45,20 @@ FUSE_PARALLEL_DIROPS = 1 << 18
 IN_HEADER, OUT_HEADER = 40, 16
 INIT_FLAGS_AT = 12
 FUSE_BUF_IS_FD = 1 << 1
+# What libfuse (3.x) reads the device with: room for the largest write the kernel may send and its header.
+# A reader of its own needs no less, or the kernel refuses the read (EINVAL, the request left queued).
+READ_BUFFER_BYTES = 256 * os.sysconf("SC_PAGESIZE") + 4096
+DRAIN = -100000  # a reader's "count my log first" (sgfs.fast_pages)
+
+
+class Reader(Protocol):
+    """Reads the device in the loop's place and answers some requests itself (sgfs.fast_pages.PageReader)."""
+
+    def settle(self) -> None: ...
+
+    def receive(self, fd: int, buffer: Any, size: int) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class FuseBuf(ctypes.Structure):
@@ -133,10 +148,17 @@ class RequestLoop:
     """Reads requests until the session ends (unmounted, or a signal libfuse handles); ``later`` is the pool
     of threads callbacks hand waiting work to, None when no loop is running (then callbacks answer inline)."""
 
-    def __init__(self, lib: ctypes.CDLL, threads: int = REQUEST_THREADS) -> None:
+    def __init__(
+        self,
+        lib: ctypes.CDLL,
+        threads: int = REQUEST_THREADS,
+        reader_for: Callable[[int], Reader | None] | None = None,
+    ) -> None:
         self.lib = lib
         self.threads = threads
         self.later: ThreadPoolExecutor | None = None
+        # Called once INIT is answered, with the session: a reader that answers some requests without Python.
+        self.reader_for = reader_for
 
     def run(self, session: int, dispatch: Any = None) -> None:
         """Serve ``session`` until it ends; ``dispatch`` stands in for libfuse's dispatcher in tests."""
@@ -148,23 +170,52 @@ class RequestLoop:
             max_workers=self.threads, thread_name_prefix="sgfs-request", initializer=_leave_signals_to_the_loop
         )
         initialised = False
+        reader: Reader | None = None
+        own = FuseBuf()  # what a reader's requests are dispatched from
+        memory: Any = None
+        fd = -1
         try:
             # Checked before each read: a signal that came while a request was being answered ends the loop here.
             while not self.lib.fuse_session_exited(session):
-                received = self.lib.fuse_session_receive_buf(session, ctypes.byref(buf))
+                if reader is None:
+                    received = self.lib.fuse_session_receive_buf(session, ctypes.byref(buf))
+                    request = buf
+                else:
+                    received = reader.receive(fd, memory, len(memory))
+                    reader.settle()  # lookups it handed the kernel are counted before the next dispatch
+                    if received == DRAIN:
+                        continue
+                    if received == -errno.EINVAL:  # the kernel wants a larger buffer: read through libfuse
+                        log.warning("the kernel refused the request reader's buffer: libfuse reads instead")
+                        reader.close()
+                        reader = None
+                        continue
+                    own.size = max(received, 0)
+                    request = own
                 if received == -errno.EINTR:  # a signal: libfuse's handler marked the session exited, or not ours
                     continue
                 if received <= 0:  # 0: unmounted, or exited by a signal
                     if received < 0:
                         log.error("reading the FUSE device failed: %s", os.strerror(-received))
                     break
-                offered = None if initialised else init_request_flags(buf)
+                if initialised:
+                    dispatch(session, ctypes.byref(request))
+                    continue
                 initialised = True  # INIT comes first: later requests are dispatched as they are
+                offered = init_request_flags(buf)
                 if offered is None:
                     dispatch(session, ctypes.byref(buf))
                 else:
                     self._init(session, buf, dispatch, offered)
+                reader = self.reader_for(session) if self.reader_for is not None else None
+                if reader is not None:
+                    fd = self.lib.fuse_session_fd(session)
+                    memory = ctypes.create_string_buffer(READ_BUFFER_BYTES)
+                    own.mem = ctypes.addressof(memory)
+                    reader.settle()
         finally:
+            if reader is not None:
+                reader.close()
             # Every request handed on is answered (or dropped, when it had not started) before the session goes.
             later, self.later = self.later, None
             later.shutdown(wait=True, cancel_futures=True)
