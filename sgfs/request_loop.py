@@ -14,6 +14,10 @@ documents that capability as on by default, but up to at least 3.14 (Debian 12) 
 it, and the kernel then serialises LOOKUP and READDIR per directory: while one seed's repository is built for
 its first lookup, a lookup of any other seed in the mount's root waits for it.
 
+Once INIT is answered, a ``Reader`` (``reader_for``; sgfs.fast_pages) may read the device in libfuse's place:
+it answers some requests itself, without entering Python (listing pages of books, in C), and returns every
+other one, which the loop dispatches through libfuse as before.
+
 Signatures follow ``fuse_lowlevel.h`` (``fuse_session_receive_buf`` / ``fuse_session_process_buf``, libfuse 3.0
 and later); ``struct fuse_buf`` is given room past its 3.14 fields for the ones later versions append.
 """
@@ -207,7 +211,7 @@ class RequestLoop:
                     dispatch(session, ctypes.byref(buf))
                 else:
                     self._init(session, buf, dispatch, offered)
-                reader = self.reader_for(session) if self.reader_for is not None else None
+                reader = self._reader(session)
                 if reader is not None:
                     fd = self.lib.fuse_session_fd(session)
                     memory = ctypes.create_string_buffer(READ_BUFFER_BYTES)
@@ -220,6 +224,16 @@ class RequestLoop:
             later, self.later = self.later, None
             later.shutdown(wait=True, cancel_futures=True)
             libc.free(buf.mem)
+
+    def _reader(self, session: int) -> Reader | None:
+        """The reader ``reader_for`` gives; None (libfuse reads) when there is none or it cannot be made."""
+        if self.reader_for is None:
+            return None
+        try:
+            return self.reader_for(session)
+        except Exception:  # the loop reads through libfuse, as without a reader
+            log.warning("no request reader: libfuse reads every request", exc_info=True)
+            return None
 
     def _init(self, session: int, buf: FuseBuf, dispatch: Any, offered: int) -> None:
         """Let libfuse answer INIT (it calls the init callback and writes its reply), catch that reply on its

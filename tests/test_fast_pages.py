@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import logging
 import shutil
 import socket
 import struct
@@ -290,3 +291,82 @@ def test_a_walk_answered_in_c_counts_and_forgets_every_lookup(
             for seed in seeds
         }
         assert again == listings
+
+
+def test_the_loop_reads_through_a_reader_and_falls_back_to_libfuse(caplog: pytest.LogCaptureFixture) -> None:
+    """After INIT (read and answered through libfuse) the loop reads through the reader: its lookups are counted
+    (``settle``) before each dispatch, a full log is counted and read again, a signal goes on reading; when the
+    kernel refuses the reader's buffer (EINVAL) the reader is closed and libfuse reads the rest."""
+    from sgfs.request_loop import RequestLoop
+
+    libfuse_reads = [100, 100, 0]  # INIT; after the fallback, one request and the unmount
+    events: list[str] = []
+
+    class FakeLib:
+        def fuse_session_exited(self, session: Any) -> int:
+            return 0
+
+        def fuse_session_fd(self, session: Any) -> int:
+            return 5
+
+        def fuse_session_receive_buf(self, session: Any, buf: Any) -> int:
+            events.append("libfuse read")
+            buf._obj.size = libfuse_reads.pop(0)
+            return int(buf._obj.size)
+
+    class FakeReader:
+        def __init__(self) -> None:
+            self.reads = [DRAIN, 80, -errno.EINTR, 80, -errno.EINVAL]
+
+        def settle(self) -> None:
+            events.append("settle")
+
+        def receive(self, fd: int, buffer: Any, size: int) -> int:
+            assert fd == 5 and size >= 256 * 4096
+            result = self.reads.pop(0)
+            events.append(f"reader {result}")
+            return result
+
+        def close(self) -> None:
+            events.append("close")
+
+    def dispatch(session: Any, buf: Any) -> None:
+        events.append(f"dispatch {buf._obj.size}")
+
+    loop = RequestLoop(FakeLib(), reader_for=lambda session: FakeReader())  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="sgfs.mount"):
+        loop.run(7, dispatch)
+    assert events == [
+        "libfuse read", "dispatch 100", "settle",  # INIT, then the reader's books registered
+        f"reader {DRAIN}", "settle",
+        "reader 80", "settle", "dispatch 80",
+        f"reader {-errno.EINTR}", "settle",
+        "reader 80", "settle", "dispatch 80",
+        f"reader {-errno.EINVAL}", "settle", "close",
+        "libfuse read", "dispatch 100", "libfuse read",
+    ]  # fmt: skip
+    assert "libfuse reads instead" in caplog.text
+
+
+def test_a_reader_that_cannot_be_made_leaves_the_reading_to_libfuse(caplog: pytest.LogCaptureFixture) -> None:
+    from sgfs.request_loop import RequestLoop
+
+    reads = [100, 100, 0]
+    dispatched: list[int] = []
+
+    class FakeLib:
+        def fuse_session_exited(self, session: Any) -> int:
+            return 0
+
+        def fuse_session_receive_buf(self, session: Any, buf: Any) -> int:
+            buf._obj.size = reads.pop(0)
+            return int(buf._obj.size)
+
+    def no_reader(session: int) -> Any:
+        raise MemoryError("cannot allocate the listing page reader")
+
+    loop = RequestLoop(FakeLib(), reader_for=no_reader)  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="sgfs.mount"):
+        loop.run(7, lambda session, buf: dispatched.append(buf._obj.size))
+    assert dispatched == [100, 100] and not reads
+    assert "no request reader: libfuse reads every request" in caplog.text
