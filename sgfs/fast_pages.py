@@ -28,15 +28,13 @@ import numpy as np
 
 from sgfs.inodes import InodeTable
 from sgfs.listing_pages import ListingBook, ListingBooks
-from sgfs.request_loop import DRAIN
 
 log = logging.getLogger("sgfs.mount")
 
-assert DRAIN == -100000  # SGFS_PAGES_DRAIN in the C source: the lookup log is full
+# sgfs.request_loop.DRAIN is SGFS_PAGES_DRAIN of the C source: the lookup log is full (tests/test_fast_pages.py).
 LOG_PAGES = 4096  # pages the reader answers before Python must count their lookups
 ENV_SWITCH = "SGFS_PAGES_IN_C"
 
-_EXITED = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 _u64p = ctypes.POINTER(ctypes.c_uint64)
 _i64p = ctypes.POINTER(ctypes.c_int64)
 

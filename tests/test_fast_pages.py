@@ -202,7 +202,7 @@ def test_claims_keep_a_books_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyP
     reader.settle()
     assert not reader.enabled and reader.registered == 0 and not table._claimed
     reader.close()
-    assert first_path  # (the claimed path itself keeps its hashed number)
+    assert table.acquire(first_path) == first_number, "the book's path keeps its number; the other one moved"
 
 
 @contextmanager
