@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""What answering listing pages in C is worth: `ls -lR` of a fresh mount over a warm disk cache, with the
-request reader of sgfs/_fastpages.c (the default where it is built) and with every page answered from Python
-(SGFS_PAGES_IN_C=0), next to the same walk of an exported copy on local disk.
+"""What answering listing pages in C is worth for `ls -lR` of a fresh mount over a warm disk cache.
+
+The walk with the request reader of sgfs/_fastpages.c (the default where it is built) and with every page
+answered from Python (SGFS_PAGES_IN_C=0), next to the same walk of an exported copy on local disk.
 
 Interleaved round by round, every mount fresh, each seed listed with --seeds over a disk cache that knows every
 size (`sgfs export` filled it), so every READDIRPLUS of the walk is a page of a listing book. Always unmounts.

@@ -82,11 +82,14 @@ void sgfs_pages_free(struct sgfs_pages *pages) {
     free(pages);
 }
 
-static void put(struct folder *table, uint64_t mask, const struct folder *entry) {
+/* Place entry in its slot (its own, or the first free one after it); 1 when that slot was free. */
+static int put(struct folder *table, uint64_t mask, const struct folder *entry) {
     uint64_t at = slot_of(entry->ino, mask);
     while (table[at].ino != 0 && table[at].ino != entry->ino)
         at = (at + 1) & mask;
+    int was_free = table[at].ino == 0;
     table[at] = *entry;
+    return was_free;
 }
 
 static int grow(struct sgfs_pages *pages, uint64_t wanted) {
@@ -118,12 +121,7 @@ int sgfs_pages_add_book(struct sgfs_pages *pages, int64_t book, const uint8_t *b
         if (inos[k] == 0)
             continue;
         struct folder entry = {inos[k], blob, ends, los[k], his[k], book};
-        uint64_t at = slot_of(inos[k], mask);
-        while (pages->table[at].ino != 0 && pages->table[at].ino != inos[k])
-            at = (at + 1) & mask;
-        if (pages->table[at].ino == 0)
-            pages->used++;
-        pages->table[at] = entry;
+        pages->used += (uint64_t)put(pages->table, mask, &entry);
     }
     return 0;
 }

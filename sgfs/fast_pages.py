@@ -83,6 +83,11 @@ def _i64(array: np.ndarray) -> Any:
     return array.ctypes.data_as(_i64p)
 
 
+def _every_lookup(book: ListingBook) -> list[tuple[str, int]]:
+    """The (path, number) of every entry of ``book``: what registering it claims."""
+    return book.lookups(0, len(book.paths))
+
+
 class PageReader:
     """The reader of one session: the books it answers from, their claims, and the lookups still to count.
 
@@ -146,13 +151,13 @@ class PageReader:
         wanted = {id(book) for book in books}
         for slot, book in list(self._registered.items()):
             if id(book) not in wanted:
-                self.inodes.release(book.lookups(0, len(book.paths)))
+                self.inodes.release(_every_lookup(book))
                 del self._registered[slot]
         present = {id(book) for book in self._registered.values()}
         for book in books:
             if id(book) in present:
                 continue
-            claims = book.lookups(0, len(book.paths))
+            claims = _every_lookup(book)
             if not self.inodes.claim(claims):
                 log.info("a listing book shares an inode number with another path: Python answers its pages")
                 continue
@@ -187,7 +192,7 @@ class PageReader:
         self.enabled = False
         self.lib.sgfs_pages_clear(self._pages)
         for book in self._registered.values():
-            self.inodes.release(book.lookups(0, len(book.paths)))
+            self.inodes.release(_every_lookup(book))
         self._registered.clear()
 
     # -- reading -------------------------------------------------------------------------------------------

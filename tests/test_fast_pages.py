@@ -10,7 +10,6 @@ import shutil
 import socket
 import struct
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,8 +18,8 @@ from typing import Any
 
 import pytest
 from test_listing_pages import TIMEOUT, filesystem, folders, warm_cache
-from test_lowlevel import CountingFilesystem, walk
-from test_mount import force_unmount, is_mounted, repo, require_fuse, small_seeds
+from test_lowlevel import CountingFilesystem, serving, walk
+from test_mount import repo, small_seeds
 
 import generators
 from sgfs import fast_pages, inodes
@@ -205,39 +204,6 @@ def test_claims_keep_a_books_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert table.acquire(first_path) == first_number, "the book's path keeps its number; the other one moved"
 
 
-@contextmanager
-def mounted_in_process(mnt: Path, fs: Any) -> Iterator[Any]:
-    """Serve ``fs`` at ``mnt`` from a thread of this process and yield the LowLevelMount; always unmounted."""
-    from sgfs.lowlevel import LowLevelMount
-
-    require_fuse()
-    mnt.mkdir()
-    mount = LowLevelMount(fs, 3600)
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mount.serve(str(mnt), ["ro", "default_permissions", "fsname=sgfs", "subtype=sgfs"])
-        except BaseException as exc:  # reported by the test thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        for _ in range(200):
-            if fs.initialized or failure:
-                break
-            time.sleep(0.05)
-        assert not failure and fs.initialized and is_mounted(mnt)
-        yield mount
-    finally:
-        if is_mounted(mnt):
-            subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
-        thread.join(timeout=20)
-        force_unmount(mnt)
-    assert not thread.is_alive() and not is_mounted(mnt)
-
-
 @pytest.mark.fuse
 @pytest.mark.parametrize("in_c", [True, False])
 def test_a_walk_answered_in_c_counts_and_forgets_every_lookup(
@@ -255,7 +221,7 @@ def test_a_walk_answered_in_c_counts_and_forgets_every_lookup(
     fs = CountingFilesystem(
         MountSource(seeds, factory=generators.repository, disk=DiskCache(cache, 64 * MIB)), cache_listings=True
     )
-    with mounted_in_process(tmp_path / "mnt", fs) as mount:
+    with serving(tmp_path / "mnt", fs) as mount:
         assert mount.books is not None
         listings = {}
         for seed in seeds:

@@ -153,17 +153,18 @@ class CountingFilesystem(SgfsFilesystem):
 
 
 @contextmanager
-def served(mnt: Path, fs: SgfsFilesystem) -> Iterator[Path]:
-    """Serve ``fs`` at ``mnt`` from a thread of this process; always unmounted afterwards."""
+def serving(mnt: Path, fs: SgfsFilesystem) -> Iterator[Any]:
+    """Serve ``fs`` at ``mnt`` from a thread of this process and yield the LowLevelMount; always unmounted."""
     from sgfs.lowlevel import LowLevelMount
 
     require_fuse()
     mnt.mkdir()
+    mount = LowLevelMount(fs, 3600)
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            LowLevelMount(fs, 3600).serve(str(mnt), ["ro", "default_permissions", "fsname=sgfs", "subtype=sgfs"])
+            mount.serve(str(mnt), ["ro", "default_permissions", "fsname=sgfs", "subtype=sgfs"])
         except BaseException as exc:  # reported by the test thread
             failure.append(exc)
 
@@ -175,13 +176,20 @@ def served(mnt: Path, fs: SgfsFilesystem) -> Iterator[Path]:
                 break
             threading.Event().wait(0.05)
         assert not failure and fs.initialized and is_mounted(mnt)
-        yield mnt
+        yield mount
     finally:
         if is_mounted(mnt):
             subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
         thread.join(timeout=20)
         force_unmount(mnt)
     assert not thread.is_alive() and not is_mounted(mnt)
+
+
+@contextmanager
+def served(mnt: Path, fs: SgfsFilesystem) -> Iterator[Path]:
+    """Serve ``fs`` at ``mnt`` from a thread of this process; always unmounted afterwards."""
+    with serving(mnt, fs):
+        yield mnt
 
 
 def walk(root: Path) -> dict[str, int]:
