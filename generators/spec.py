@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import date
 from typing import Any, TypeVar
 
@@ -218,22 +218,32 @@ class Spec:
         raise KeyError(column)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for variable in data["variables"]:
-            if variable["distribution"] is not None:
-                variable["distribution"]["params"] = dict(variable["distribution"]["params"])
-        return _lists(data)  # type: ignore[no-any-return]
+        # What dataclasses.asdict gives with tuples as lists, ~5x faster (asdict deep-copies every leaf): the
+        # canonical JSON is hashed on a mount's first touch of each repository (sgfs.diskcache).
+        return _plain(self)  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
-def _lists(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _lists(v) for k, v in value.items()}
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses as dicts (fields in order), tuples and lists as lists, mappings as dicts; leaves as they are."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return value
     if isinstance(value, list | tuple):
-        return [_lists(v) for v in value]
-    return value
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    names = _FIELD_NAMES.get(kind)
+    if names is None and is_dataclass(value):
+        names = _FIELD_NAMES.setdefault(kind, tuple(f.name for f in fields(value)))
+    if names is None:
+        return value
+    return {name: _plain(getattr(value, name)) for name in names}
 
 
 # --------------------------------------------------------------------------------------------------

@@ -194,6 +194,8 @@ def serve(
     # load on first use (~0.1 s) are then not paid by the agent's first `ls`.
     warm = generators.repository(0)
     ListingBook("/0", {"": [(name, is_dir, 0, 1) for name, is_dir in warm.listings[""]]}, TIMEOUT_S, 0, 0)
+    if workers == 0:  # files are synthesised here: load what a first synthesis of each format loads
+        generators.warm_up()
     # --cache-dir "" (--no-disk-cache) turns the disk cache off; workers=0 the process pool.
     disk = None if cache_dir == "" else DiskCache(Path(cache_dir or default_cache_dir()), disk_cache_mb * MIB)
     pool = SynthesisPool(workers) if workers != 0 else None

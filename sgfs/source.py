@@ -325,11 +325,14 @@ class MountSource:
         # Asked again at every listing of a seed until it succeeds: count before sorting any path.
         if not self._counted_whole(repo_key, repo):
             return None
-        paths = repo.file_paths()
+        # The README's size is the repository's own text: the index need not hold it (see _repository).
+        paths = [path for path in repo.file_paths() if path != README_NAME or not repo.has_readme]
         sizes = [size for size in self._disk.index_sizes(repo_key, paths) if size is not None]
         if len(sizes) < len(paths):
             return None
         size_of = dict(zip(paths, sizes, strict=True))
+        if repo.has_readme:
+            size_of[README_NAME] = len(self._file(seed, README_NAME))
         listings = self._guard(seed, "", lambda: repo.listings)
         tree: dict[str, list[KnownEntry]] = {}
         for rel, entries in listings.items():
@@ -354,7 +357,7 @@ class MountSource:
 
     def _counted_whole(self, repo_key: str, repo: Repository) -> bool:
         assert self._disk is not None
-        return self._disk.index_count(repo_key) >= len(repo.tree.file_paths) + int(repo.has_readme)
+        return self._disk.index_count(repo_key) >= len(repo.tree.file_paths)  # the README need not be there
 
     def read(self, path: str, size: int, offset: int) -> bytes:
         """Up to ``size`` bytes from ``offset``: short at the end of the file, empty past it."""
@@ -447,6 +450,17 @@ class MountSource:
     def _repository(self, seed: int) -> Repository:
         def store(repo: Repository) -> None:
             self._repos[seed] = repo
+            # The README is text the repository holds (~0.05 ms to render): its lookup and reads are then
+            # answered at hand, never handed to a thread. One that fails to render is left to ``read``,
+            # which reports the error for that file alone.
+            try:
+                readme = repo.read(README_NAME) if repo.has_readme else None
+            except Exception:
+                readme = None
+            if readme is not None:  # not counted as generated: it comes with the repository, like its listings
+                self._stats[(seed, README_NAME)] = Stat(False, len(readme), 1)
+                if len(readme) <= self._content.maxsize:
+                    self._content[(seed, README_NAME)] = readme
 
         return self._through(
             self._repos, self._repo_flight, seed, lambda: self._guard(seed, "", lambda: self._factory(seed)), store

@@ -7,27 +7,35 @@ daemon, so bytes are identical to in-process synthesis by construction: same fun
 A listing needs sizes, a read needs bytes, and a file's table is most of the cost of either. So a batch goes in
 two steps to one worker: ``measure`` synthesises the tables, sends back the exact sizes at once and keeps the
 tables; ``encode`` assembles the files from the kept tables (stores them in the disk cache when one is
-configured) and sends back the contents the disk did not keep. Each worker is its own single-process executor
-with two queues, measures first, so a recursive listing gets its sizes before files are assembled, the files
+configured) and sends back the contents the disk did not keep. Each worker is one process, driven through a pipe,
+with two queues here, measures first, so a recursive listing gets its sizes before files are assembled, the files
 follow without being synthesised twice, and an ``encode`` reaches the worker that holds its tables. A reader
-waiting for a file's bytes ``hurry``s its encode ahead of the measures.
+waiting for a file's bytes ``hurry``s its encode ahead of the measures. A worker that dies fails its tasks at
+once (``WorkerGone``): the mount then synthesises those files in its own process.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import itertools
+import logging
 import multiprocessing
 import os
 import pickle
+import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnContext
 from pathlib import Path
+from typing import Any, Protocol
 
 from cachetools import LRUCache
 
@@ -44,6 +52,8 @@ class Synthesised:
     error: str = ""
 
 
+log = logging.getLogger(__name__)
+
 _MAX_PICKLED_SPECS = 64
 # Tables a worker keeps between measuring and encoding, bounded by an estimate of their memory; one that was
 # dropped is synthesised again by ``encode``.
@@ -58,7 +68,7 @@ _tables: LRUCache[tuple[str, str], Table] = LRUCache(
 def _start_worker() -> None:
     import generators
 
-    generators.repository(0)  # load the data files once, before the first real request
+    generators.warm_up()  # load what a first synthesis of each format loads, before the first real request
 
 
 def _repository(repo_key: str, pickled_spec: bytes) -> Repository:
@@ -123,12 +133,140 @@ def _nothing() -> None:
     return None
 
 
+class WorkerGone(RuntimeError):
+    """A worker process exited (killed, out of memory) or its pool was closed: its tasks were not done."""
+
+
+def _serve(conn: Connection) -> None:
+    """A worker process: run each task read from ``conn`` and write back (number, ok, result or exception),
+    until the parent closes its end or sends an empty message."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C on a foreground daemon: the parent shuts us down
+    _start_worker()
+    # A thread takes tasks off the pipe while one runs: the parent may hand a second one at once (no gap
+    # between two tasks) and its write never waits for the running task to end.
+    tasks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+
+    def receive() -> None:
+        while True:
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                message = b""
+            tasks.put(message)
+            if not message:
+                return
+
+    threading.Thread(target=receive, name="sgfs-synthesis-tasks", daemon=True).start()
+    while True:
+        message = tasks.get()
+        if not message:
+            return
+        number, function, args = pickle.loads(message)
+        try:
+            payload = pickle.dumps((number, True, function(*args)), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            try:  # an exception goes back as it is if it survives the trip, as its text otherwise
+                payload = pickle.dumps((number, False, exc))
+                pickle.loads(payload)
+            except Exception:
+                payload = pickle.dumps((number, False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+        try:
+            conn.send_bytes(payload)
+        except OSError:
+            return
+
+
+class _Process:
+    """One worker process driven through a pipe: the submitting thread writes the task, one thread per worker
+    reads the results. Lighter than a one-process ProcessPoolExecutor, whose manager and feeder threads put
+    two hand-overs between threads (~1-3 ms on a busy 2-core machine) on each way of every cold request.
+
+    The worker reads its tasks in a thread of its own, so a write never waits for the running task to end."""
+
+    def __init__(self, context: SpawnContext) -> None:
+        self._conn, child = context.Pipe(duplex=True)
+        self._process = context.Process(target=_serve, args=(child,), name="sgfs-synthesis", daemon=True)
+        self._process.start()
+        child.close()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, Future[Any]] = {}
+        self._numbers = itertools.count()
+        self._gone = False
+        self._reader = threading.Thread(target=self._read, name="sgfs-synthesis-results", daemon=True)
+        self._reader.start()
+
+    def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._gone:
+                raise WorkerGone("the synthesis worker has exited")
+            number = next(self._numbers)
+            self._pending[number] = future
+        try:
+            message = pickle.dumps((number, function, args), protocol=pickle.HIGHEST_PROTOCOL)
+            with self._send_lock:
+                self._conn.send_bytes(message)
+        except BaseException as exc:
+            with self._lock:
+                self._pending.pop(number, None)
+            if isinstance(exc, OSError):
+                raise WorkerGone(f"the synthesis worker has exited: {exc}") from None
+            raise
+        return future
+
+    def _read(self) -> None:
+        while True:
+            try:
+                number, ok, value = pickle.loads(self._conn.recv_bytes())
+            except (EOFError, OSError):
+                break
+            except Exception:  # a reply that cannot be read: the pipe can no longer be trusted
+                log.exception("unreadable reply from synthesis worker %s", self._process.pid)
+                self._process.kill()
+                break
+            with self._lock:
+                future = self._pending.pop(number, None)
+            if future is not None and future.set_running_or_notify_cancel():
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(value)
+        with self._lock:
+            self._gone = True
+            left = list(self._pending.values())
+            self._pending.clear()
+        for future in left:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(WorkerGone("the synthesis worker exited before finishing its task"))
+        self._conn.close()
+        self._process.join(timeout=5)  # reaped: no process left behind once its pipe is closed
+
+    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
+        """Ask the worker to exit once its task is done; its results still unread are lost (they fail)."""
+        with self._lock:
+            if self._gone:
+                return
+        with contextlib.suppress(OSError), self._send_lock:
+            self._conn.send_bytes(b"")
+        if wait:
+            self._process.join(timeout=10)
+
+
+class Executor(Protocol):
+    """Where a ``_Worker`` hands its tasks: a ``_Process`` (a stand-in in tests)."""
+
+    def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]: ...
+
+    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None: ...
+
+
 class _Worker:
     """One worker process and its two queues: a measure always goes before an encode waiting here, so that a
     recursive listing gets its sizes before any file is assembled. At most ``depth`` tasks are handed to the
     process at once (one running, one ready), the rest wait here where their order can still change."""
 
-    def __init__(self, executor: ProcessPoolExecutor, depth: int = 2) -> None:
+    def __init__(self, executor: Executor, depth: int = 2) -> None:
         self.executor = executor
         self._lock = threading.Lock()
         self._measures: collections.deque[_Task] = collections.deque()
@@ -205,9 +343,7 @@ class SynthesisPool:
         self.workers = max(1, workers or os.cpu_count() or 1)
         # spawn: the daemon is multithreaded when the pool starts, and fork would copy held locks.
         context = multiprocessing.get_context("spawn")
-        self._workers = [
-            _Worker(ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker)) for _ in range(self.workers)
-        ]
+        self._workers = [_Worker(_Process(context)) for _ in range(self.workers)]
         self._turn = itertools.count()  # next() is atomic under the GIL
         self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
 

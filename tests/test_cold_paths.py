@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from test_mount import FailingRepository, cli, files_under, mounted, one_line_error, small_seeds
 
 from generators import Repository
+from generators.paths import README_NAME
 from sgfs.diskcache import INDEX_NAME, DiskCache, default_cache_dir, repository_key
 from sgfs.source import MountSource
 from sgfs.synthpool import SynthesisPool
@@ -26,6 +28,11 @@ def pool() -> Iterator[SynthesisPool]:
     workers = SynthesisPool(2)
     yield workers
     workers.close()
+
+
+def data_files(r: Repository) -> list[str]:
+    """Every file but the README, which the repository holds: never synthesised, never stored on disk."""
+    return [p for p in r.file_paths() if p != README_NAME]
 
 
 def entry_files(cache: DiskCache) -> list[Path]:
@@ -80,7 +87,7 @@ def test_damaged_entries_are_never_served(tmp_path: Path, damage: str) -> None:
 
 def test_damaged_entry_through_the_source_is_regenerated(tmp_path: Path) -> None:
     seed = small_seeds()["csv"][0]
-    path = repo(seed).file_paths()[0]
+    path = data_files(repo(seed))[0]
     expected = repo(seed).read(path)
     MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB)).read(f"/{seed}/{path}", 1 << 30, 0)
     cache = DiskCache(tmp_path, 64 * MIB)
@@ -107,7 +114,7 @@ def test_reads_at_hand_come_from_the_disk_cache_and_never_serve_damage(
     for path in r.file_paths():
         filler.read(f"/{seed}/{path}", 1 << 30, 0)
     fresh = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
-    first, second = r.file_paths()[:2]
+    first, second = data_files(r)[:2]
     assert fresh.read_known(f"/{seed}/{first}", 1 << 30, 0) is None  # nothing known of it yet
     for path in r.file_paths():
         assert fresh.stat(f"/{seed}/{path}").size == len(r.read(path))  # from the size index
@@ -224,7 +231,8 @@ def test_listing_prefetches_sizes_in_the_pool(pool: SynthesisPool, tmp_path: Pat
                 assert source.stat(f"/{seed}/{path}").size == len(r.read(path))
                 assert source.read(f"/{seed}/{path}", 1 << 30, 0) == r.read(path)
             info = source.cache_info()
-            assert info.generated == len(r.file_paths()), "every file synthesised exactly once"
+            # Every data file synthesised exactly once; the README comes with the repository.
+            assert info.generated == len(data_files(r)), "every file synthesised exactly once"
             assert info.content_bytes <= budget, "the memory budget holds with the pool"
 
 
@@ -344,14 +352,78 @@ def test_reads_racing_a_prefetch_synthesise_once(pool: SynthesisPool) -> None:
     for t in threads:
         t.join()
     assert results == {p: r.read(p) for p in r.file_paths()}
-    assert source.cache_info().generated == len(r.file_paths())
+    assert source.cache_info().generated == len(data_files(r))
+
+
+def ended(processes: list[Any], within: float = 30) -> bool:
+    """Whether every process has exited and been reaped (by the pool's own threads) within ``within`` s."""
+    deadline = time.monotonic() + within
+    while any(p.is_alive() for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(p.is_alive() for p in processes)
+
+
+def test_a_worker_that_dies_fails_its_tasks_and_reads_fall_back_to_the_process() -> None:
+    """A worker killed mid-task (out of memory, a signal): its task fails with WorkerGone at once rather than
+    hanging, later tasks for it fail when handed, and the mount's reads are synthesised in process instead."""
+    import signal
+
+    from sgfs.synthpool import WorkerGone
+
+    big = 288  # long enough to be killed while it measures
+    r = repo(big)
+    doomed = SynthesisPool(1)
+    try:
+        process = doomed._workers[0].executor._process  # type: ignore[attr-defined]
+        doomed.warm(timeout=60)
+        _, sizes = doomed.measure("k", r.spec, data_files(r)[:64])
+        os.kill(process.pid, signal.SIGKILL)
+        with pytest.raises(WorkerGone):
+            sizes.result(timeout=60)
+        assert ended([process])
+        _, later = doomed.measure("k", r.spec, data_files(r)[:1])
+        with pytest.raises(WorkerGone):
+            later.result(timeout=10)
+        seed = small_seeds()["csv"][0]
+        source = MountSource([seed], pool=doomed)
+        source.listdir(f"/{seed}")
+        assert {p: source.read(f"/{seed}/{p}", 1 << 30, 0) for p in repo(seed).file_paths()} == {
+            p: repo(seed).read(p) for p in repo(seed).file_paths()
+        }
+    finally:
+        doomed.close()
+
+
+def test_a_failing_task_reports_its_error_and_the_worker_serves_on(pool: SynthesisPool) -> None:
+    """An exception in a task reaches its caller; the worker is still there for the next task."""
+    import pickle
+
+    from sgfs import synthpool
+
+    executor = pool._workers[0].executor
+    failed = executor.submit(synthpool._measure, "garbage", b"not a pickle", ["x"], False)
+    with pytest.raises(pickle.UnpicklingError):
+        failed.result(timeout=60)
+    r = repo(small_seeds()["txt"][0])
+    path = data_files(r)[0]
+    done = executor.submit(synthpool._measure, "after", pickle.dumps(r.spec), [path], False).result(timeout=60)
+    assert [(x.path, x.size) for x in done] == [(path, len(r.read(path)))]
+
+
+def test_closing_the_pool_ends_its_processes() -> None:
+    closing = SynthesisPool(2)
+    processes = [worker.executor._process for worker in closing._workers]  # type: ignore[attr-defined]
+    closing.warm(timeout=60)
+    assert all(p.is_alive() for p in processes)
+    closing.close()
+    assert ended(processes)
 
 
 def test_a_broken_pool_falls_back_to_the_process() -> None:
     from sgfs.source import GenerationError
 
     seed = small_seeds()["csv"][0]
-    bad, good = repo(seed).file_paths()[:2]
+    bad, good = data_files(repo(seed))[:2]
 
     def factory(s: int) -> Repository:
         failing = FailingRepository(repo(s).spec)
@@ -467,7 +539,7 @@ def test_a_second_mount_starts_warm_and_damage_is_regenerated(tmp_path: Path) ->
     with mounted(tmp_path / "first", "--seeds", str(seed), "--cache-dir", cache) as mnt:
         first = {p: (mnt / str(seed) / p).read_bytes() for p in r.file_paths()}
     entries = sorted(p for p in cache.rglob("*") if p.is_file() and p.name != INDEX_NAME)
-    assert len(entries) == len(r.file_paths()), "every file read is kept"
+    assert len(entries) == len(data_files(r)), "every data file read is kept (the README comes with the repository)"
     for entry in entries[::2]:  # damage every other entry: truncated or flipped
         raw = entry.read_bytes()
         entry.write_bytes(raw[:-3] if len(raw) % 2 else raw[:-1] + bytes([raw[-1] ^ 1]))

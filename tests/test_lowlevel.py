@@ -19,6 +19,7 @@ import pytest
 from test_mount import force_unmount, is_mounted, repo, require_fuse, small_seeds
 
 import generators
+from generators.paths import README_NAME
 from sgfs import inodes
 from sgfs.fuse_ops import DirEntry, SgfsFilesystem
 from sgfs.inodes import ROOT_INO, InodeTable, path_ino
@@ -80,10 +81,14 @@ def test_listings_page_through_offsets_and_audit_once() -> None:
     assert [e.path for e in paged[2:]] == [f"/{seed}/{name}" for name in expected]
     assert sink.events == [(99, "readdir", f"/{seed}", 0)]  # audited once per listing, not per page
     assert fs.readdir(top.ino, len(paged) + 10, 3, 99) == []
-    # READDIRPLUS: attributes for what costs nothing (directories), none for files not synthesised yet.
+    # READDIRPLUS: attributes for what costs nothing (directories, the README the repository holds), none for
+    # files not synthesised yet.
     plus = fs.readdir(top.ino, 2, 1000, 99, True)
-    assert all((e.attributes is not None) == e.is_dir for e in plus), plus
-    assert all(e.attributes.is_dir and e.attributes.nlink >= 2 for e in plus if e.attributes is not None)
+    assert all((e.attributes is not None) == (e.is_dir or e.name == README_NAME) for e in plus), plus
+    assert all(e.attributes.is_dir and e.attributes.nlink >= 2 for e in plus if e.is_dir and e.attributes)
+    assert [e.attributes.size for e in plus if e.name == README_NAME and e.attributes] == [
+        len(repo(seed).read(README_NAME))
+    ]
     size = len(repo(seed).read(plus[-1].name)) if not plus[-1].is_dir else 0
     fs.lookup(top.ino, plus[-1].name)  # now its size is known
     last = fs.readdir(top.ino, len(plus) + 1, 1, 99, True)[0]
@@ -99,7 +104,11 @@ def test_answers_at_hand_never_build_or_synthesise() -> None:
     assert fs.lookup_known(ROOT_INO, str(seed)) is None and source.cache_info().repositories == 0
     top = fs.lookup(ROOT_INO, str(seed))
     assert top is not None and fs.lookup_known(ROOT_INO, str(seed)) == top
-    name = repo(seed).file_paths()[0]
+    # The README comes with the repository: at hand once it is built, with nothing synthesised.
+    readme = fs.lookup_known(top.ino, README_NAME)
+    assert readme is not None and readme.size == len(repo(seed).read(README_NAME))
+    assert fs.read_known(readme.ino, 1 << 20, 0, 0) == repo(seed).read(README_NAME)
+    name = next(p for p in repo(seed).file_paths() if p != README_NAME)
     assert fs.lookup_known(top.ino, name) is None and source.cache_info().generated == 0
     file = fs.lookup(top.ino, name)
     assert file is not None and fs.lookup_known(top.ino, name) == file

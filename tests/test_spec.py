@@ -5,10 +5,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
 from typing import Any
 
 import pytest
 
+from generators.packs import canonical_json, spec_digest
 from generators.spec import FORMAT_VERSION, SpecError, from_dict, from_json
 
 from conftest import repo
@@ -21,6 +23,28 @@ def test_round_trip_is_lossless(seed: int) -> None:
     again = from_json(text)
     assert again == spec
     assert again.to_json() == text
+
+
+def _asdict_with_lists(value: Any) -> Any:
+    """The canonical form as first defined: dataclasses.asdict, then every tuple as a list."""
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    if isinstance(value, dict):
+        return {k: _asdict_with_lists(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_asdict_with_lists(v) for v in value]
+    return value
+
+
+def test_the_canonical_form_never_changes() -> None:
+    """Disk cache folders and spec packs are keyed by the digest of the canonical JSON: it must stay the text
+    that asdict gave, over every format and the edge seeds."""
+    seeds = [*range(60), 118, 288, 2**40 + 7, 2**63 - 1]
+    for seed in seeds:
+        spec = repo(seed).spec
+        assert spec.to_dict() == _asdict_with_lists(spec), seed
+        assert spec.to_json() == json.dumps(_asdict_with_lists(spec), indent=2, ensure_ascii=False) + "\n", seed
+    assert spec_digest(canonical_json(repo(118).spec)) == "a02082e180b11c1ea3159e23b75d7c28"
 
 
 def _dependent_index(data: dict[str, Any]) -> int:
