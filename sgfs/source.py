@@ -12,6 +12,7 @@ for the same file wait for one synthesis instead of running it twice.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -448,23 +449,27 @@ class MountSource:
         return self._guard(seed, rel, lambda: repo.listings).get(rel)
 
     def _repository(self, seed: int) -> Repository:
+        # The README is text the repository holds (~0.05 ms to render): rendered with the repository (outside
+        # the lock), its lookup and reads are answered at hand, never handed to a thread. Not counted as
+        # generated: it comes with the repository, like its listings. One that fails to render is left to
+        # ``read``, which reports the error for that file alone.
+        readme: list[bytes] = []
+
+        def build() -> Repository:
+            repo = self._guard(seed, "", lambda: self._factory(seed))
+            if repo.has_readme:
+                with contextlib.suppress(Exception):
+                    readme.append(repo.read(README_NAME))
+            return repo
+
         def store(repo: Repository) -> None:
             self._repos[seed] = repo
-            # The README is text the repository holds (~0.05 ms to render): its lookup and reads are then
-            # answered at hand, never handed to a thread. One that fails to render is left to ``read``,
-            # which reports the error for that file alone.
-            try:
-                readme = repo.read(README_NAME) if repo.has_readme else None
-            except Exception:
-                readme = None
-            if readme is not None:  # not counted as generated: it comes with the repository, like its listings
-                self._stats[(seed, README_NAME)] = Stat(False, len(readme), 1)
-                if len(readme) <= self._content.maxsize:
-                    self._content[(seed, README_NAME)] = readme
+            for text in readme:
+                self._stats[(seed, README_NAME)] = Stat(False, len(text), 1)
+                if len(text) <= self._content.maxsize:
+                    self._content[(seed, README_NAME)] = text
 
-        return self._through(
-            self._repos, self._repo_flight, seed, lambda: self._guard(seed, "", lambda: self._factory(seed)), store
-        )
+        return self._through(self._repos, self._repo_flight, seed, build, store)
 
     def _file(self, seed: int, rel: str) -> bytes:
         key = (seed, rel)
