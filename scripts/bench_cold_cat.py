@@ -12,29 +12,25 @@ Usage: python3 scripts/bench_cold_cat.py [--seeds 285,28,118] [--repeat 9] [--ag
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
 from pathlib import Path
 
+from bench_fuse_floor import walk_arguments, walk_seeds
 from bench_mount import cat_all, mounted, synthesis_alone
 
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
 
 MOUNTED_SEEDS = [285, 28, 118, 288]  # what bench_mount.py mounts: the same root listing in both scripts
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="285,28,118", help="seed list (1-3,118)")
-    parser.add_argument("--repeat", type=int, default=9, help="rounds (fresh mounts); median")
+    parser = walk_arguments(__doc__.splitlines()[0], repeat=9)
+    parser.set_defaults(seeds="285,28,118")
     parser.add_argument("--against", type=Path, help="root of another sgfs checkout to measure in turns")
     args = parser.parse_args()
-    seeds = parse_seed_list(args.seeds)
-    if args.repeat < 1:
-        raise SystemExit("error: --repeat must be at least 1")
+    seeds = walk_seeds(args)
     trees = {"this": os.environ.get("PYTHONPATH", "")}
     if args.against is not None:
         if not (args.against / "sgfs" / "__init__.py").is_file():

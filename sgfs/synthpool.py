@@ -242,15 +242,13 @@ class _Process:
         self._conn.close()
         self._process.join(timeout=5)  # reaped: no process left behind once its pipe is closed
 
-    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
-        """Ask the worker to exit once its task is done; its results still unread are lost (they fail)."""
+    def shutdown(self) -> None:
+        """Ask the worker to exit once the tasks it holds are done (their results fail if unread by then)."""
         with self._lock:
             if self._gone:
                 return
         with contextlib.suppress(OSError), self._send_lock:
             self._conn.send_bytes(b"")
-        if wait:
-            self._process.join(timeout=10)
 
 
 class Executor(Protocol):
@@ -258,7 +256,7 @@ class Executor(Protocol):
 
     def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]: ...
 
-    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None: ...
+    def shutdown(self) -> None: ...
 
 
 class _Worker:
@@ -326,7 +324,7 @@ class _Worker:
             self._encodes.clear()
         for task in waiting:
             task.future.cancel()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor.shutdown()
 
 
 @dataclass
