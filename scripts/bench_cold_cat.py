@@ -3,9 +3,12 @@
 
 Each round mounts the seeds afresh without disk cache (`--no-disk-cache`), runs
 `find DIR -type f -exec cat {} +` once per seed, and unmounts; with `--against DIR` (the root of another
-checkout, with its `sgfs/_fastpages` built in place) the same round follows with that checkout's code first on
-PYTHONPATH, so both are measured in turns under the same host load. The floor is the seed's first synthesis in a
-fresh, warmed-up process (as in bench_mount.py). Medians over --repeat rounds.
+checkout, with its `sgfs/_fastpages` built in place) the same round also runs that checkout's code first on
+PYTHONPATH, the two in alternating order, so both are measured in turns under the same host load. The floor is
+the seed's first synthesis in a fresh, warmed-up process (as in bench_mount.py); "native" is the same command
+on an `sgfs export` copy on local disk: the tools' own time, which a cold `cat` pays on top of the work.
+Medians over --repeat rounds, with the quartiles; with --against, in how many rounds this checkout was the
+faster of the two (on this noisy host a difference is real only when that count is far from half).
 
 Usage: python3 scripts/bench_cold_cat.py [--seeds 285,28,118] [--repeat 9] [--against ../sgfs-old]
 """
@@ -18,11 +21,18 @@ import tempfile
 from pathlib import Path
 
 from bench_fuse_floor import walk_arguments, walk_seeds
-from bench_mount import cat_all, mounted, synthesis_alone
+from bench_mount import cat_all, mounted, sgfs, synthesis_alone
 
 from sgfs.errors import SgfsError
 
 MOUNTED_SEEDS = [285, 28, 118, 288]  # what bench_mount.py mounts: the same root listing in both scripts
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    low, middle, high = statistics.quantiles(values, n=4)
+    return low, middle, high
 
 
 def main() -> None:
@@ -38,9 +48,14 @@ def main() -> None:
         trees["against"] = str(args.against.resolve())
     cold: dict[tuple[str, int], list[float]] = {(tree, seed): [] for tree in trees for seed in seeds}
     floor: dict[int, list[float]] = {seed: [] for seed in seeds}
+    native: dict[int, list[float]] = {seed: [] for seed in seeds}
     with tempfile.TemporaryDirectory(prefix="sgfs-bench-") as tmp:
+        for seed in seeds:
+            sgfs("export", seed, Path(tmp) / "export" / str(seed), "--quiet")
         for attempt in range(args.repeat):
-            for tree, path in trees.items():
+            # Alternating order: neither checkout always runs right after the floor's subprocesses.
+            order = list(trees.items()) if attempt % 2 == 0 else list(reversed(trees.items()))
+            for tree, path in order:
                 os.environ["PYTHONPATH"] = path  # the mount command below runs that checkout's code
                 listed = list(dict.fromkeys([*MOUNTED_SEEDS, *seeds]))
                 with mounted(Path(tmp) / f"{tree}-{attempt}", listed, 256, "--no-disk-cache") as mnt:
@@ -49,19 +64,30 @@ def main() -> None:
             os.environ["PYTHONPATH"] = trees["this"]
             for seed in seeds:
                 floor[seed].append(synthesis_alone(seed))
+                native[seed].append(cat_all(Path(tmp) / "export" / str(seed)))
             print(f"round {attempt + 1}/{args.repeat} done", flush=True)
-    header = f"{'seed':>6} | {'synth s':>8} | " + " | ".join(f"{tree + ' cat':>11} {'/synth':>7}" for tree in trees)
+    header = f"{'seed':>6} | {'synth s':>8} {'native':>7} | " + " | ".join(
+        f"{tree + ' cat':>11} {'q1-q3':>13} {'/synth':>7}" for tree in trees
+    )
+    if "against" in trees:
+        header += " | this faster"
     print(header)
     print("-" * len(header))
     for seed in seeds:
         synth = statistics.median(floor[seed])
-        cells = [
-            f"{statistics.median(cold[(tree, seed)]):>11.3f} {statistics.median(cold[(tree, seed)]) / synth:>7.2f}"
-            for tree in trees
-        ]
-        print(f"{seed:>6} | {synth:>8.3f} | " + " | ".join(cells))
+        cells = []
+        for tree in trees:
+            low, middle, high = quartiles(cold[(tree, seed)])
+            cells.append(f"{middle:>11.3f} {f'{low:.3f}-{high:.3f}':>13} {middle / synth:>7.2f}")
+        line = f"{seed:>6} | {synth:>8.3f} {statistics.median(native[seed]):>7.3f} | " + " | ".join(cells)
+        if "against" in trees:
+            wins = sum(a < b for a, b in zip(cold[("this", seed)], cold[("against", seed)], strict=True))
+            line += f" | {wins:>4}/{args.repeat}"
+        print(line)
     print()
-    print("seconds; synth s = the seed's first synthesis in a fresh, warmed-up process; /synth: aim <= 1.30")
+    print("seconds; synth s = the seed's first synthesis in a fresh, warmed-up process; native = the same `cat`")
+    print("on a local copy (the tools alone); /synth = median cold cat over synth s (aim <= 1.30); q1-q3 = its")
+    print("quartiles over the rounds; this faster = rounds in which this checkout's cat was the faster of the two")
 
 
 if __name__ == "__main__":
