@@ -29,6 +29,7 @@ MOUNTED_SEEDS = [285, 28, 118, 288]  # what bench_mount.py mounts: the same root
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """First quartile, median and third quartile (one value: itself three times)."""
     if len(values) < 2:
         return values[0], values[0], values[0]
     low, middle, high = statistics.quantiles(values, n=4)
