@@ -28,8 +28,7 @@ def repository(seed: int) -> Repository:
 def warm_up() -> None:
     """Build repositories and synthesise one data file of every format: the modules, data files and caches a
     first synthesis loads are then loaded. A long-lived process (a mount's synthesis workers) calls this once,
-    so that its first real request costs what every later one does (0.5-1 ms less per format; the warm-up
-    itself takes ~60 ms on a 2-core machine)."""
+    so that its first real request costs what every later one does."""
     formats = set(EXTENSIONS)
     seed = 0
     while formats and seed < 200:  # every format occurs among the first ten seeds

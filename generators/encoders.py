@@ -6,8 +6,8 @@ assignments (template text, then each column's cells) and one ``join``, all in C
 per row, and no ``%`` formatting per row either.
 
 The xlsx writer is our own: a handful of fixed XML parts in a *stored* zip with fixed timestamps
-(``generators.storedzip``). XlsxWriter costs about 12 ms for a typical file because it works cell by cell
-in Python, and a stored zip keeps the bytes independent of the zlib build of the machine.
+(``generators.storedzip``). XlsxWriter works cell by cell in Python (docs/dependencies.md says why it is not
+used), and a stored zip keeps the bytes independent of the zlib build of the machine.
 """
 
 from __future__ import annotations

@@ -120,7 +120,8 @@ class SpecPack:
                     "INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()]
                 )
         except sqlite3.Error as exc:
-            target.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # nothing to remove where the folder itself is unusable
+                target.unlink(missing_ok=True)
             raise PackError(f"{target}: cannot create the pack: {exc}") from None
         return cls(target, db, writable=True)
 

@@ -218,8 +218,8 @@ class Spec:
         raise KeyError(column)
 
     def to_dict(self) -> dict[str, Any]:
-        # What dataclasses.asdict gives with tuples as lists, ~5x faster (asdict deep-copies every leaf): the
-        # canonical JSON is hashed on a mount's first touch of each repository (sgfs.diskcache).
+        # What dataclasses.asdict gives with tuples as lists, without its deep copy of every leaf: the canonical
+        # JSON is hashed on a mount's first touch of each repository (sgfs.store.diskcache).
         return _plain(self)  # type: ignore[no-any-return]
 
     def to_json(self) -> str:

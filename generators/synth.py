@@ -27,7 +27,7 @@ _WORKDAY_START = 8 * 3600
 _WORKDAY_SECONDS = 10 * 3600
 _STUDY_DAYS = 365
 _EPOCH = date(1970, 1, 1)
-# numfmt's whole-array formatting has a fixed cost of ~0.3 ms a call: it pays from about 1 500 values on.
+# numfmt's whole-array formatting has a fixed cost per call: it pays only for long columns.
 VECTOR_FORMAT_MIN_ROWS = 2048
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 NOT_POSSIBLE = "not possible"
 
@@ -35,10 +35,15 @@ REASONS = (
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 
 Answer = str | int | float
+# A JSON value as the standard library decodes it (numbers as int or float).
+Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Question:
+    """One question record (docs/questions.md): what ``sgfs qa`` writes, one JSON object per line, and what
+    ``sgfs eval``, the Inspect task and ``sgfs agent`` read back (``qa.records``)."""
+
     id: str
     seed: int
     category: str

@@ -29,7 +29,7 @@ from bench_mount import ENV, mounted, sgfs
 
 import generators
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 Step = tuple[str, Callable[[Path], float]]
 STEP_NAMES = ("ls root", "find | head", "ls largest dir", "head -40 x5", "wc -l dir", "pandas x3", "du -sh")

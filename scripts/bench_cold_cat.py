@@ -3,12 +3,12 @@
 
 Each round mounts the seeds afresh without disk cache (`--no-disk-cache`), runs
 `find DIR -type f -exec cat {} +` once per seed, and unmounts; with `--against DIR` (the root of another
-checkout, with its `sgfs/_fastpages` built in place) the same round also runs that checkout's code first on
-PYTHONPATH, the two in alternating order, so both are measured in turns under the same host load. The floor is
-the seed's first synthesis in a fresh, warmed-up process (as in bench_mount.py); "native" is the same command
-on an `sgfs export` copy on local disk: the tools' own time, which a cold `cat` pays on top of the work.
-Medians over --repeat rounds, with the quartiles; with --against, in how many rounds this checkout was the
-faster of the two (on this noisy host a difference is real only when that count is far from half).
+checkout) the same round also runs that checkout's code first on PYTHONPATH, the two in alternating order,
+so both are measured in turns under the same host load. The floor is the seed's first synthesis in a fresh,
+warmed-up process (as in bench_mount.py); "native" is the same command on an `sgfs export` copy on local
+disk: the tools' own time, which a cold `cat` pays on top of the work. Medians over --repeat rounds, with
+the quartiles; with --against, in how many rounds this checkout was the faster of the two (on a noisy host
+a difference is real only when that count is far from half).
 
 Usage: python3 scripts/bench_cold_cat.py [--seeds 285,28,118] [--repeat 9] [--against ../sgfs-old]
 """

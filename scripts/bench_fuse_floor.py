@@ -5,7 +5,7 @@
 - floor mt: a minimal FUSE daemon (ctypes over libfuse, the same listing pages as sgfs) whose every
   READDIRPLUS page was packed before mounting, so that a request costs one dictionary lookup and the reply,
   on libfuse's multithreaded loop (several threads read the device; what sgfs ran before its own loop);
-- floor 1t: the same daemon on sgfs's request loop (sgfs/request_loop.py: one thread receives and answers
+- floor 1t: the same daemon on sgfs's request loop (sgfs/mount/kernel/loop.py: one thread receives and answers
   every request): the kernel's, libfuse's and ctypes' share of a walk here;
 - sgfs: `sgfs mount --seeds SEED` over a disk cache that knows every size (as a CI run that restored
   --cache-dir: the seed's listing pages are made ready before the mount answers);
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import generators
-from sgfs.daemon import mount_type
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.mount.control import mount_type
+from sgfs.store.repositories import parse_seed_list
 
 SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
 ENV = {**os.environ, "LC_ALL": "C"}
@@ -47,25 +47,25 @@ SETTLE_S = 0.5
 
 def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
     """The minimal daemon: a seed's listing pages packed before mounting, answered by number."""
-    from sgfs.diskcache import DiskCache
-    from sgfs.fuse_ops import DIR_MODE, SgfsFilesystem
-    from sgfs.inodes import ROOT_INO, path_ino
-    from sgfs.listing_pages import ListingBook
-    from sgfs.lowlevel import (
+    from sgfs.mount.inodes import ROOT_INO, path_ino
+    from sgfs.mount.kernel.abi import (
         FUSE_CAP_READDIRPLUS,
         FUSE_CAP_READDIRPLUS_AUTO,
         INIT,
         LOOKUP,
         READ,
         WITH_FILE,
-        FuseArgs,
-        FuseConnInfo,
-        FuseEntryParam,
+        Args,
+        ConnInfo,
+        EntryParam,
         LowLevelOps,
-        c_stat,
+        Stat,
         load_libfuse,
     )
-    from sgfs.source import MountSource
+    from sgfs.mount.kernel.pages import ListingBook
+    from sgfs.mount.operations import DIR_MODE, SgfsFilesystem
+    from sgfs.store.diskcache import DiskCache
+    from sgfs.store.source import MountSource
 
     source = MountSource([seed], disk=DiskCache(Path(cache), 1 << 40))
     tree = source.known_tree(seed)
@@ -81,19 +81,19 @@ def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
         st.st_ino, st.st_mode, st.st_nlink, st.st_uid, st.st_gid = ino, DIR_MODE, 2, fs.uid, fs.gid
 
     def init(userdata: int, conn: int) -> None:
-        info = FuseConnInfo.from_address(conn)
+        info = ConnInfo.from_address(conn)
         info.want = (info.want | FUSE_CAP_READDIRPLUS) & ~FUSE_CAP_READDIRPLUS_AUTO
 
     def lookup(req: int, parent: int, name: bytes) -> None:
         if parent != ROOT_INO or name.decode() != str(seed):
             lib.fuse_reply_err(req, errno.ENOENT)  # every other name came with its attributes
             return
-        entry = FuseEntryParam(ino=top_ino, attr_timeout=86400.0, entry_timeout=86400.0)
+        entry = EntryParam(ino=top_ino, attr_timeout=86400.0, entry_timeout=86400.0)
         directory_stat(entry.attr, top_ino)
         lib.fuse_reply_entry(req, ctypes.byref(entry))
 
     def getattr_(req: int, ino: int, fi: Any) -> None:
-        st = c_stat()
+        st = Stat()
         directory_stat(st, ino)
         lib.fuse_reply_attr(req, ctypes.byref(st), 86400.0)
 
@@ -120,7 +120,7 @@ def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
         kept.append(callback)
         setattr(ops, name, ctypes.cast(callback, ctypes.c_void_p))
     argv = [b"floor", b"-o", b"ro"]
-    args = FuseArgs(len(argv), (ctypes.c_char_p * len(argv))(*argv), 0)
+    args = Args(len(argv), (ctypes.c_char_p * len(argv))(*argv), 0)
     session = lib.fuse_session_new(ctypes.byref(args), ctypes.byref(ops), ctypes.sizeof(ops), None)
     if not session or lib.fuse_session_mount(session, mountpoint.encode()) != 0:
         raise SystemExit(f"cannot mount {mountpoint}")
@@ -131,7 +131,7 @@ def serve_floor(mountpoint: str, seed: int, cache: str, loop: str) -> None:
             lib.fuse_session_loop_mt_312.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             lib.fuse_session_loop_mt_312(session, lib.fuse_loop_cfg_create())
         else:  # sgfs's own loop: one thread reads and dispatches, keeping the GIL across its callbacks
-            from sgfs.request_loop import RequestLoop
+            from sgfs.mount.kernel.loop import RequestLoop
 
             RequestLoop(lib).run(session)
     finally:

@@ -22,7 +22,7 @@ from qa.answers import DECODER
 from qa.generate import generate
 from qa.grading import GradedQuestion, extract_answer, figure_unit, grade, parse_question
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 
 def question(kind: str, answer: Any, **extra: Any) -> GradedQuestion:

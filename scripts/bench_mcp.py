@@ -21,10 +21,10 @@ import anyio
 from mcp import Client, StdioServerParameters
 
 import generators
+from sgfs.agents.mcp.server import build_server
 from sgfs.errors import SgfsError
-from sgfs.mcp.server import build_server
-from sgfs.seeds import parse_seed_list
-from sgfs.source import MountSource
+from sgfs.store.repositories import parse_seed_list
+from sgfs.store.source import MountSource
 
 SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
 

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import generators
-from sgfs.daemon import mount_type
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.mount.control import mount_type
+from sgfs.store.repositories import parse_seed_list
 
 SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
 T = TypeVar("T")

@@ -9,7 +9,7 @@ Two walks per seed, interleaved round by round, every mount fresh:
 - disk: over a disk cache that knows every size (`sgfs export` filled it), the seed listed with --seeds.
 
 Both variants start the daemon the same way (`python -c`, in the foreground); the serial one replaces
-``sgfs.request_loop.with_parallel_dirops`` by the identity before serving, nothing else. Always unmounts.
+``sgfs.mount.kernel.loop.with_parallel_dirops`` by the identity before serving, nothing else. Always unmounts.
 
 Usage: python3 scripts/bench_parallel_dirops.py [--seeds 288,118] [--repeat 5]
 """
@@ -35,11 +35,11 @@ from bench_fuse_floor import (  # the same walk, timed the same way
 )
 
 import generators
-from sgfs.daemon import mount_type
 from sgfs.errors import SgfsError
+from sgfs.mount.control import mount_type
 
-SERIAL = "import sgfs.request_loop as loop; loop.with_parallel_dirops = lambda reply, offered: reply; "
-DAEMON = "import sys; from sgfs.daemon import main; sys.exit(main(sys.argv[1:]))"
+SERIAL = "import sgfs.mount.kernel.loop as loop; loop.with_parallel_dirops = lambda reply, offered: reply; "
+DAEMON = "import sys; from sgfs.mount.daemon import main; sys.exit(main(sys.argv[1:]))"
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import time
 from generators import Repository, build_spec
 from qa.generate import Options, generate
 from qa.model import CATEGORIES
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 
 def percentile(values: list[float], q: float) -> float:

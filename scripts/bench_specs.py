@@ -21,7 +21,7 @@ from typing import Any
 from generators.llm import make_backend
 from generators.llm.base import Sampling
 from generators.llm.pipeline import BuildOptions, build, build_metadata, open_for_build
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 
 def engine_option(text: str) -> tuple[str, Any]:

@@ -16,7 +16,7 @@ import random
 
 from generators import repository
 from qa.generate import generate
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 
 def main() -> None:

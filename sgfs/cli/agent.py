@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from qa.model import NOT_POSSIBLE
+from qa.model import NOT_POSSIBLE, Answer
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
 
 
@@ -20,7 +21,7 @@ def _question_id(given: str | None) -> str:
     return question_id
 
 
-def _answer(value: Any) -> None:
+def _answer(value: Answer) -> None:
     """Writes {"answer": value} to SGFS_ANSWER_FILE when set (exact values, no rounding) and prints it."""
     line = json.dumps({"answer": value}, ensure_ascii=False)
     target = os.environ.get("SGFS_ANSWER_FILE")
@@ -43,17 +44,33 @@ def _with_lookup(function: Any) -> Any:
     return function
 
 
-@click.group("agent", help="Reference agents for `sgfs eval --agent` (protocol: docs/eval.md).")
+AGENT_HELP = "Reference agents for `sgfs eval --agent` (protocol: docs/eval.md).\n\n" + examples(
+    "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
+    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions q.jsonl' --out runs/ceiling",
+)
+ABSTAIN_HELP = 'Always answers "not possible": scores exactly the unanswerable share.\n\n' + examples(
+    "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
+)
+RANDOM_HELP = "A random choice or number of the right kind, seeded by the question id.\n\n" + examples(
+    "sgfs agent random --id 118-prefix-1",
+    "sgfs eval 1-5 --agent 'sgfs agent random' --out runs/chance",
+)
+ORACLE_HELP = "Reads the question's evidence files through the mount (cwd), then gives the true answer.\n\n" + examples(
+    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions q.jsonl' --out runs/ceiling",
+)
+
+
+@click.group("agent", help=AGENT_HELP)
 def agent_command() -> None:
     pass
 
 
-@agent_command.command("abstain", help='Always answers "not possible": scores exactly the unanswerable share.')
+@agent_command.command("abstain", help=ABSTAIN_HELP)
 def abstain_command() -> None:
     _answer(NOT_POSSIBLE)
 
 
-@agent_command.command("random", help="A random choice or number of the right kind, seeded by the question id.")
+@agent_command.command("random", help=RANDOM_HELP)
 @_with_lookup
 def random_command(question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float) -> None:
     from sgfs.eval.agents import find_question, random_answer
@@ -61,9 +78,7 @@ def random_command(question_id: str | None, questions_file: str | None, per_type
     _answer(random_answer(find_question(_question_id(question_id), questions_file, per_type, unanswerable)))
 
 
-@agent_command.command(
-    "oracle", help="Reads the question's evidence files through the mount (cwd), then gives the true answer."
-)
+@agent_command.command("oracle", help=ORACLE_HELP)
 @_with_lookup
 def oracle_command(question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float) -> None:
     from sgfs.eval.agents import find_question, oracle_answer

@@ -4,23 +4,32 @@ report and gate (docs/eval.md, docs/ci.md)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
+from sgfs.store.repositories import parse_seed_list
 
 if TYPE_CHECKING:
-    from sgfs.eval.results import LoadedRuns
+    from sgfs.eval.summary import RunSummary
 
-EVAL_HELP = """Run the agent CMD on every question of the repositories SEEDS (or of --questions FILE), grade
+EVAL_HELP = f"""Run the agent CMD on every question of the repositories SEEDS (or of --questions FILE), grade
 the answers like `sgfs grade`, record what each agent read, and write DIR/results.jsonl, DIR/summary.json,
 DIR/run.json and DIR/report/.
 
 CMD is a shell command run once per question in the repository's directory on the mount, the prompt on stdin;
-{prompt_file}, {repo}, {question_id} and {answer_file} in it are replaced (shell-quoted). Protocol:
-docs/eval.md. Exit codes: 0 done, 1 the gate failed, 2 bad input.
+{{prompt_file}}, {{repo}}, {{question_id}} and {{answer_file}} in it are replaced (shell-quoted). Protocol:
+docs/eval.md. Exit codes: 0 done, 1 the gate failed or an output could not be written, 2 bad input.
+
+{
+    examples(
+        "sgfs eval 1-5 --agent 'sgfs agent oracle' --out runs/oracle",
+        "sgfs qa 1-20 --out q.jsonl && sgfs eval --questions q.jsonl --agent ./agent.sh --out runs/a -j 4",
+        "sgfs eval 1-20 --agent ./agent.sh --out runs/b --baseline runs/a --max-drop 0.05 --junit junit.xml",
+    )
+}
 """
 
 
@@ -67,8 +76,11 @@ def eval_command(
     no_report: bool,
     quiet: bool,
 ) -> None:
+    from sgfs.eval.finish import Baseline, finish
+    from sgfs.eval.gate import Gate
     from sgfs.eval.harness import EvalConfig, run_eval
     from sgfs.eval.questions import parse_shard
+    from sgfs.eval.results import run_info
 
     if (seeds is None) == (questions_file is None):
         raise SgfsError("give either SEEDS or --questions FILE (exactly one)")
@@ -76,7 +88,7 @@ def eval_command(
         raise SgfsError("--audit goes with --mount (a private mount is always audited)")
     if max_drop is not None and baseline is None:
         raise SgfsError("--max-drop needs --baseline DIR")
-    baseline_runs = _load_baseline(baseline)
+    base = Baseline.load(baseline)
     config = EvalConfig(
         agent=agent,
         out=Path(out),
@@ -96,55 +108,14 @@ def eval_command(
     )
     summary, records = run_eval(config)
     click.echo(_one_line(summary, config.out), err=True)
-    finish(records, [config.out], baseline, baseline_runs, min_accuracy, max_drop, junit_file,
-           None if no_report else config.out / "report")  # fmt: skip
+    report_dir = None if no_report else config.out / "report"
+    gate = Gate(min_accuracy, max_drop)
+    finish(records, summary, [run_info(config.out)], base, gate, junit_file, report_dir)
 
 
-def _load_baseline(baseline: str | None) -> LoadedRuns | None:
-    if baseline is None:
-        return None
-    from sgfs.eval.results import load_results
-
-    return load_results([baseline])
-
-
-def _one_line(summary: dict[str, Any], out: Path) -> str:
-    accuracy = summary["accuracy"]
-    recall = summary.get("evidence_recall_mean")
-    shown = "-" if not isinstance(accuracy, float) else f"{accuracy:.3f}"
-    extra = "" if not isinstance(recall, float) else f", evidence recall {recall:.3f}"
-    return f"graded {summary['n']} answers: accuracy {shown}{extra}; results in {out}"
-
-
-def finish(
-    records: list[dict[str, Any]],
-    dirs: list[Path],
-    baseline: str | None,
-    baseline_runs: LoadedRuns | None,
-    min_accuracy: float | None,
-    max_drop: float | None,
-    junit_file: str | None,
-    report_dir: Path | None,
-    runs: list[dict[str, Any]] | None = None,
-) -> None:
-    """What `sgfs eval` and `sgfs report` share at the end: JUnit, the report, then the gate (exit 1). ``runs``:
-    what the loader read of each run (read again from ``dirs`` when not given)."""
-    from sgfs.eval.gate import check_gate
-    from sgfs.eval.junit import write_junit
-    from sgfs.eval.results import summarize_records
-
-    if junit_file is not None:
-        try:
-            write_junit(Path(junit_file), records)
-        except OSError as exc:
-            raise SgfsError(f"cannot write {junit_file}: {exc.strerror or exc}", exit_code=1) from None
-    base = baseline_runs
-    if report_dir is not None:
-        from sgfs.eval.report import write_report
-
-        write_report(report_dir, records, dirs, base, baseline, runs)
-    summary = summarize_records(records)
-    base_summary = summarize_records(base.records) if base is not None else None
-    reason = check_gate(summary, min_accuracy, base_summary, max_drop)
-    if reason is not None:
-        raise SgfsError(reason, exit_code=1)
+def _one_line(summary: RunSummary, out: Path) -> str:
+    accuracy = summary.accuracy
+    recall = summary.evidence_recall_mean
+    shown = "-" if accuracy is None else f"{accuracy:.3f}"
+    extra = "" if recall is None else f", evidence recall {recall:.3f}"
+    return f"graded {summary.n} answers: accuracy {shown}{extra}; results in {out}"

@@ -10,6 +10,7 @@ import click
 
 from qa.grading import GradingInputError, grade_answers, parse_answers, parse_questions
 from qa.metrics import summarize
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
 
 _SHOWN_IDS = 5
@@ -106,7 +107,12 @@ def render_summary(summary: dict[str, Any]) -> str:
     "The questions FILE holds one question record per line; the answers FILE one "
     '{"id": ..., "response": "..."} or {"id": ..., "answer": ...} per line, with an optional "variant" '
     '("template", "paraphrase_1" .. "paraphrase_3"). Prints a summary table, or the summary as JSON with '
-    "--json. Rules and metrics: docs/grading.md.",
+    "--json. Rules and metrics: docs/grading.md.\n\n"
+    + examples(
+        "sgfs grade --questions questions.jsonl --answers answers.jsonl",
+        "my-agent | sgfs grade --questions questions.jsonl --answers - --json",
+        "sgfs grade --questions questions.jsonl --answers answers.jsonl --out graded.jsonl",
+    ),
 )
 @click.option("--questions", "questions_path", required=True, metavar="FILE", help="Questions (JSONL).")
 @click.option("--answers", "answers_path", required=True, metavar="FILE", help="Answers (JSONL); - for stdin.")

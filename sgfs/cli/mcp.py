@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import click
 
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
-from sgfs.seeds import parse_seed_list
-from sgfs.source import DEFAULT_CACHE_MB, MIB
+from sgfs.store.repositories import parse_seed_list
+from sgfs.store.source import DEFAULT_CACHE_MB, MIB
+
+MCP_HELP = """Serve repositories to an MCP client through read-only filesystem tools.
+
+The root holds one directory per seed; any seed opens by name, and the root lists those given with
+--seeds. Tools: list_directory, directory_tree, read_text_file, read_binary_file, get_file_info,
+search_files, and with --python run_python_code (docs/agents.md). Over http, one line on stderr gives the
+URL once the server listens.
+
+""" + examples(
+    "sgfs mcp --seeds 1-20                 # stdio: the command an MCP client starts",
+    "sgfs mcp --seeds 1-20 --python        # also the sandboxed Python tool",
+    "sgfs mcp --transport http --port 8000 # prints: sgfs mcp: serving on http://127.0.0.1:8000/mcp",
+    "sgfs mcp --transport http --port 0    # any free port (the line says which)",
+)
 
 
-@click.command("mcp")
+@click.command("mcp", help=MCP_HELP)
 @click.option("--seeds", default="", metavar="LIST", help="Seeds listed at the root, e.g. 1-100,118.")
 @click.option(
     "--transport",
@@ -19,7 +34,9 @@ from sgfs.source import DEFAULT_CACHE_MB, MIB
     help="stdio for a client that starts the server; http for streamable HTTP at http://HOST:PORT/mcp.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (http).")
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port (http).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (http); 0: any free port."
+)
 @click.option(
     "--cache-mb", type=click.IntRange(0), default=DEFAULT_CACHE_MB, show_default=True, help="File cache size."
 )
@@ -43,19 +60,13 @@ def mcp_command(
     python_timeout: float,
     python_memory_mb: int,
 ) -> None:
-    """Serve repositories to an MCP client through read-only filesystem tools.
-
-    The root holds one directory per seed; any seed opens by name, and the root lists those given with
-    --seeds. Tools: list_directory, directory_tree, read_text_file, read_binary_file, get_file_info,
-    search_files, and with --python run_python_code (docs/agents.md).
-    """
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
     try:
-        from sgfs.mcp.server import run_server
+        from sgfs.agents.mcp.server import run_server
     except ImportError as exc:
         raise SgfsError(f"sgfs mcp needs the MCP SDK: pip install 'sgfs[mcp]' ({exc})", exit_code=1) from None
-    from sgfs.pytool import PythonLimits
-    from sgfs.source import MountSource
+    from sgfs.agents.pytool import PythonLimits
+    from sgfs.store.source import MountSource
 
     python = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb) if with_python else None
     run_server(MountSource(seed_list, cache_mb * MIB), transport, host, port, python)

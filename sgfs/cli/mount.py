@@ -3,41 +3,34 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import IO
 
 import click
 
-import sgfs
-from sgfs.cli.options import specs_options
-from sgfs.daemon import (
-    FSTYPE,
-    LIBFUSE_NOISE,
-    check_fuse,
-    check_mount_point,
-    fusermount_commands,
-    mount_type,
-    serve,
-    setup_logging,
-)
-from sgfs.diskcache import DEFAULT_DISK_CACHE_MB
+from sgfs.cli.options import examples, specs_options
 from sgfs.errors import SgfsError
-from sgfs.seeds import mount_repositories, parse_seed_list
-from sgfs.source import DEFAULT_CACHE_MB
-
-START_TIMEOUT_S = 30.0
-UNMOUNT_TIMEOUT_S = 10.0
+from sgfs.mount.control import FSTYPE, check_fuse, check_mount_point, mount_type, start_daemon, unmount
+from sgfs.mount.daemon import serve, setup_logging
+from sgfs.mount.options import MountOptions
+from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB
+from sgfs.store.repositories import mount_repositories, parse_seed_list
+from sgfs.store.source import DEFAULT_CACHE_MB
 
 MOUNT_HELP = """Serve repositories at MNT as a read-only FUSE filesystem.
 
 MNT/<seed>/ is repository <seed> for any integer seed in [0, 2^63); the root lists the seeds given with
 --seeds (none by default: `ls MNT/118` works, `ls MNT` is empty). Runs in the background and returns once
 the mount answers; stop it with `sgfs unmount MNT`.
-"""
+
+""" + examples(
+    "mkdir -p /mnt/sgfs && sgfs mount /mnt/sgfs --seeds 1-100,118",
+    "ls /mnt/sgfs/118 && cat /mnt/sgfs/3/README.md",
+    "sgfs unmount /mnt/sgfs",
+    "sgfs mount /mnt/sgfs --seeds 1 --foreground   # log on stderr; Ctrl-C unmounts",
+)
+UNMOUNT_HELP = "Unmount an sgfs mount and return once it is gone.\n\n" + examples(
+    "sgfs unmount /mnt/sgfs",
+    "fusermount3 -uz /mnt/sgfs             # still busy (a shell inside it): detach lazily",
+)
 
 
 @click.command("mount", help=MOUNT_HELP)
@@ -102,59 +95,38 @@ def mount_command(
     workers: int | None,
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
-    factory = None
+    listed = len(seed_list)
     if specs is not None:
-        specs = os.path.abspath(specs)  # the daemon runs from "/"
-        factory = mount_repositories(specs, fallback)  # refuses a corrupt or hostile pack before mounting
-        if not seeds.strip():
-            seed_list = factory.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
-    elif fallback is not None:
-        raise SgfsError("--fallback only applies with --specs PACK")
+        pack = mount_repositories(specs, fallback)  # refuses a corrupt or hostile pack before mounting
+        listed = listed or len(pack.pack.seeds())  # the root lists the pack's seeds unless --seeds says otherwise
     if no_disk_cache:
         cache_dir = ""
-    elif cache_dir is not None:
-        if cache_dir == "":
-            raise SgfsError("--cache-dir must not be empty (use --no-disk-cache)")
-        cache_dir = os.path.abspath(cache_dir)  # the daemon runs from "/"
+    elif cache_dir == "":
+        raise SgfsError("--cache-dir must not be empty (use --no-disk-cache)")
+    options = MountOptions(
+        seeds=tuple(seed_list),
+        cache_mb=cache_mb,
+        log_file=log_file,
+        audit_file=audit_file,
+        specs=specs,
+        fallback=fallback,
+        cache_dir=cache_dir,
+        disk_cache_mb=disk_cache_mb,
+        workers=workers,
+    )
     check_fuse()
     mnt = check_mount_point(mountpoint)
-    if log_file is not None:
-        log_file = os.path.abspath(log_file)
-        try:
-            with open(log_file, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            raise SgfsError(f"cannot write log file {log_file}: {exc.strerror or exc}") from None
-    if audit_file is not None:
-        audit_file = os.path.abspath(audit_file)
-        if audit_file == mnt or audit_file.startswith(mnt + os.sep):
-            raise SgfsError(f"--audit {audit_file} must lie outside the mount point")
-        try:
-            with open(audit_file, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            raise SgfsError(f"cannot write audit file {audit_file}: {exc.strerror or exc}") from None
+    options = options.checked(mnt)
     if foreground:
-        setup_logging(log_file)
-        serve(
-            mnt,
-            seed_list,
-            cache_mb,
-            factory=factory,
-            audit=audit_file,
-            cache_dir=cache_dir,
-            disk_cache_mb=disk_cache_mb,
-            workers=workers,
-        )
+        setup_logging(options.log_file)
+        serve(mnt, options)
         return
-    disk_args = ["--disk-cache-mb", str(disk_cache_mb)] + ([] if cache_dir is None else ["--cache-dir", cache_dir])
-    disk_args += [] if workers is None else ["--workers", str(workers)]
-    pid = _start_daemon(mnt, seeds, cache_mb, log_file, specs, fallback, audit_file, extra=disk_args)
-    listed = f"{len(seed_list)} seed{'s' * (len(seed_list) != 1)} listed" if seed_list else "no seed listed"
-    click.echo(f"mounted sgfs at {mnt} ({listed}; daemon pid {pid})", err=True)
+    pid = start_daemon(mnt, options)
+    what = f"{listed} seed{'s' * (listed != 1)} listed" if listed else "no seed listed"
+    click.echo(f"mounted sgfs at {mnt} ({what}; daemon pid {pid})", err=True)
 
 
-@click.command("unmount", help="Unmount an sgfs mount and return once it is gone.")
+@click.command("unmount", help=UNMOUNT_HELP)
 @click.argument("mountpoint", metavar="MNT")
 def unmount_command(mountpoint: str) -> None:
     mnt = os.path.abspath(mountpoint)
@@ -165,110 +137,5 @@ def unmount_command(mountpoint: str) -> None:
         raise SgfsError(f"{mountpoint} is not mounted")
     if kind != FSTYPE:
         raise SgfsError(f"{mountpoint} is not an sgfs mount (it is a {kind} mount)")
-    _unmount(mnt)
+    unmount(mnt)
     click.echo(f"unmounted {mnt}", err=True)
-
-
-def _start_daemon(
-    mnt: str,
-    seeds: str,
-    cache_mb: int,
-    log_file: str | None,
-    specs: str | None = None,
-    fallback: str | None = None,
-    audit_file: str | None = None,
-    exit_with: int | None = None,
-    extra: list[str] | None = None,
-) -> int:
-    """Start ``python -m sgfs.daemon`` detached; return its pid once the mount answers."""
-    args = [sys.executable, "-m", "sgfs.daemon", mnt, "--seeds", seeds, "--cache-mb", str(cache_mb)]
-    args += extra or []
-    args.append("--background")
-    if specs is not None:
-        args += ["--specs", specs]
-    if fallback is not None:
-        args += ["--fallback", fallback]
-    if log_file is not None:
-        args += ["--log", log_file]
-    if audit_file is not None:
-        args += ["--audit", audit_file]
-    if exit_with is not None:
-        args += ["--exit-with", str(exit_with)]
-    env = dict(os.environ)
-    # The daemon runs from "/" (so it pins no working directory): make sure it imports this very sgfs.
-    package_root = str(Path(sgfs.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,  # startup errors only: the daemon drops stderr once the mount is up
-            cwd="/",
-            env=env,
-            start_new_session=True,  # survives this shell and its Ctrl-C
-            close_fds=True,
-        )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise SgfsError(f"cannot mount {mnt}: {_daemon_message(errors)}")
-            if mount_type(mnt) == FSTYPE and _answers(mnt):
-                return proc.pid
-            if time.monotonic() > deadline:
-                proc.terminate()
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                if mount_type(mnt) == FSTYPE:
-                    _lazy_unmount(mnt)
-                raise SgfsError(f"cannot mount {mnt}: the daemon did not answer in {START_TIMEOUT_S:.0f} s")
-            time.sleep(0.02)
-
-
-def _answers(mnt: str) -> bool:
-    try:
-        return os.path.isdir(mnt) and os.stat(mnt).st_ino > 0
-    except OSError:
-        return False
-
-
-def _daemon_message(errors: IO[bytes]) -> str:
-    """The daemon's own error line if it wrote one, else what libfuse or Python printed."""
-    errors.seek(0)
-    lines = [line.strip() for line in errors.read().decode("utf-8", "replace").splitlines()]
-    lines = [line for line in lines if line and not line.startswith(LIBFUSE_NOISE)]
-    ours = [line.removeprefix("sgfs: error: ") for line in lines if line.startswith("sgfs: error: ")]
-    if ours:
-        return ours[-1]
-    return "; ".join(lines[-3:]) or "the daemon exited without a message"
-
-
-def _unmount(mnt: str) -> None:
-    commands = fusermount_commands()
-    if not commands:
-        raise SgfsError("cannot unmount: none of fusermount3, fusermount, umount is on PATH")
-    failures: list[str] = []
-    for command in commands:
-        result = subprocess.run([*command, mnt], capture_output=True, text=True, check=False)
-        if result.returncode == 0:
-            break
-        failures.append(" ".join(result.stderr.split()) or f"{command[0]} exited with {result.returncode}")
-    else:
-        hint = ""
-        if any("busy" in f.lower() for f in failures):
-            hint = f" (a process is still using it: close it, or detach lazily with `fusermount3 -uz {mnt}`)"
-        raise SgfsError(f"cannot unmount {mnt}: {failures[0]}{hint}")
-    deadline = time.monotonic() + UNMOUNT_TIMEOUT_S
-    while mount_type(mnt) == FSTYPE:
-        if time.monotonic() > deadline:
-            raise SgfsError(f"{mnt} is still mounted {UNMOUNT_TIMEOUT_S:.0f} s after unmounting")
-        time.sleep(0.02)
-
-
-def _lazy_unmount(mnt: str) -> None:
-    for command in fusermount_commands():
-        lazy = [*command, "-z", mnt] if command[0].startswith("fusermount") else [*command, "-l", mnt]
-        if subprocess.run(lazy, capture_output=True, check=False).returncode == 0:
-            return

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
+
+from sgfs.errors import SgfsError
 
 source_argument = click.argument("source", metavar="SEED")
 SOURCE_HELP = "SEED is an integer in [0, 2^63) or the path of a spec JSON file written by `sgfs spec`."
@@ -13,7 +18,51 @@ SPECS_HELP = "Read specs from this spec pack (see `sgfs specs`) instead of the p
 FALLBACK_HELP = "With --specs: seeds outside the pack get the procedural spec instead of an error."
 
 
+def examples(*lines: str) -> str:
+    """An "Examples:" paragraph for a command's help; click's \\b marker keeps its lines as written."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 def specs_options(command: click.decorators.FC) -> click.decorators.FC:
     """``--specs PACK`` and ``--fallback procedural`` for every command that reads a spec."""
     command = click.option("--fallback", type=click.Choice(["procedural"]), default=None, help=FALLBACK_HELP)(command)
     return click.option("--specs", "specs", metavar="PACK", default=None, help=SPECS_HELP)(command)
+
+
+class OutputError(SgfsError):
+    """Standard output could not be written (``sgfs tree 118 > /dev/full``)."""
+
+    exit_code = 1
+
+
+def write_stdout(data: str | bytes) -> None:
+    """Write ``data`` to standard output and flush it: a failure is one OutputError (a closed pipe stays a
+    BrokenPipeError, which ``sgfs`` ends quietly)."""
+    try:
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+        else:
+            sys.stdout.write(data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        drop_stdout()
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+    flush_stdout()
+
+
+def flush_stdout() -> None:
+    """Write what is still buffered for standard output now, so that a failure is reported like any other
+    error and not by the interpreter at exit; what cannot be written is dropped."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        drop_stdout()
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def drop_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's last flush cannot fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

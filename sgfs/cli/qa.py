@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -12,9 +11,9 @@ from typing import TYPE_CHECKING, TextIO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import specs_options
+from sgfs.cli.options import examples, specs_options
 from sgfs.errors import SgfsError
-from sgfs.seeds import RepositoryFactory, parse_seed_list, repository_factory
+from sgfs.store.repositories import RepositoryFactory, parse_seed_list, repository_factory
 
 if TYPE_CHECKING:
     from qa.generate import Options
@@ -26,7 +25,14 @@ def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> 
     return value
 
 
-@click.command("qa", context_settings={"ignore_unknown_options": True})
+QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118).\n\n" + examples(
+    "sgfs qa 1-50 --out questions.jsonl",
+    "sgfs qa 118 --per-type 1 --out - | head -1     # one JSON object per line",
+    "sgfs qa 1-20 --unanswerable 0.5 --specs llm.sgfspack --out hard.jsonl",
+)
+
+
+@click.command("qa", help=QA_HELP, context_settings={"ignore_unknown_options": True})
 @click.argument("seeds")
 @click.option("--out", "out", required=True, help="Output JSONL file ('-' for stdout).")
 @click.option(
@@ -49,7 +55,6 @@ def _unit_interval(ctx: click.Context, param: click.Parameter, value: float) -> 
 def qa_command(
     seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool, specs: str | None, fallback: str | None
 ) -> None:
-    """Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)."""
     from qa.generate import Options  # scipy is heavy: only the commands that need it import it
 
     seed_list = parse_seed_list(seeds)
@@ -64,19 +69,29 @@ def qa_command(
     if not target.parent.exists():
         raise SgfsError(f"--out {out}: directory {target.parent} does not exist")
     # Write to a temporary file beside the target and rename: an interrupted run leaves no partial file.
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise _write_error(out, exc) from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             count = _write(seed_list, factory, options, stream, quiet=quiet)
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as exc:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, a file size limit...
+            raise _write_error(out, exc) from None
         raise
     click.echo(f"wrote {count} questions for {len(seed_list)} repositories to {out}", err=True)
 
 
+def _write_error(out: str, exc: OSError) -> SgfsError:
+    return SgfsError(f"cannot write {out}: {exc.strerror or exc}", exit_code=1)
+
+
 def _write(seed_list: list[int], factory: RepositoryFactory, options: Options, stream: TextIO, quiet: bool) -> int:
     from qa.generate import generate
+    from qa.records import question_line
 
     count = 0
     columns = (TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
@@ -85,7 +100,7 @@ def _write(seed_list: list[int], factory: RepositoryFactory, options: Options, s
         for seed in seed_list:
             repository = factory(seed)
             for question in generate(repository, options):
-                stream.write(json.dumps(question.to_dict(), ensure_ascii=False) + "\n")
+                stream.write(question_line(question) + "\n")
                 count += 1
             progress.advance(task)
     return count

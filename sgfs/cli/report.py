@@ -6,12 +6,24 @@ from pathlib import Path
 
 import click
 
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
 
+REPORT_HELP = f"""Write REPORT/report.md, REPORT/report.html and PNG plots from one or more run directories of
+`sgfs eval` or Inspect AI logs (.eval/.json) of the sgfs/infinite_science task (shards merge into one report).
+Exit 1 when a gate fails or the report cannot be written.
 
-@click.command("report", help="Write REPORT/report.md, REPORT/report.html and PNG plots from one or more run "
-               "directories of `sgfs eval` or Inspect AI logs (.eval/.json) of the sgfs/infinite_science task "
-               "(shards merge into one report). Exit 1 when a gate fails.")  # fmt: skip
+{
+    examples(
+        "sgfs report runs/shard1 runs/shard2 --out report",
+        "sgfs report runs/b --baseline runs/a --max-drop 0.05 --junit junit.xml --out report",
+        "sgfs report logs/run.eval --out report        # an Inspect AI log of sgfs/infinite_science",
+    )
+}
+"""
+
+
+@click.command("report", help=REPORT_HELP)
 @click.argument("dirs", nargs=-1, required=True, metavar="DIR [DIR ...]")
 @click.option("--out", "out", required=True, metavar="REPORT", help="Directory for the report.")
 @click.option("--baseline", metavar="DIR", help="An earlier run: per-type differences and flipped questions.")
@@ -26,13 +38,16 @@ def report_command(
     max_drop: float | None,
     junit_file: str | None,
 ) -> None:
-    from sgfs.cli.eval import finish
+    from sgfs.eval.finish import Baseline, finish
+    from sgfs.eval.gate import Gate
     from sgfs.eval.results import load_results
+    from sgfs.eval.summary import summarize_records
 
     if max_drop is not None and baseline is None:
         raise SgfsError("--max-drop needs --baseline DIR")
     loaded = load_results(list(dirs))
-    base = load_results([baseline]) if baseline is not None else None
-    paths = [Path(d) for d in dirs]
-    finish(loaded.records, paths, baseline, base, min_accuracy, max_drop, junit_file, Path(out), loaded.runs)
+    base = Baseline.load(baseline)
+    summary = summarize_records(loaded.records)
+    gate = Gate(min_accuracy, max_drop)
+    finish(loaded.records, summary, loaded.runs, base, gate, junit_file, Path(out))
     click.echo(f"wrote {Path(out) / 'report.html'} ({len(loaded.records)} items)", err=True)

@@ -13,13 +13,44 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from generators.packs import STATUSES, PackError, SpecPack
 from generators.spec import SpecError, from_json
+from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
-from sgfs.seeds import open_pack, parse_seed, parse_seed_list
+from sgfs.store.repositories import open_pack, parse_seed, parse_seed_list
+
+SPECS_HELP = "Build, fill and inspect spec packs (see docs/specs.md); use one with --specs PACK.\n\n" + examples(
+    "sgfs specs build 1-50 --backend openai --model M --out llm.sgfspack",
+    "sgfs specs ls llm.sgfspack",
+    "sgfs qa 1-50 --specs llm.sgfspack --out questions.jsonl",
+)
+BUILD_HELP = "Generate the specs of SEEDS (like 1-200) into PACK; rerun to resume an interrupted build.\n\n" + examples(
+    "sgfs specs build 1-200 --backend procedural --out procedural.sgfspack",
+    "sgfs specs build 1-200 --backend openai --model NAME --base-url http://127.0.0.1:8000/v1 --out llm.sgfspack",
+    "sgfs specs build 1-5000 --backend vllm --model ./model --batch-size 512 --out llm.sgfspack",
+)
+ADD_HELP = "Put hand-written or edited specs into PACK (created if missing), validated like any other.\n\n" + examples(
+    "sgfs spec 17 > s.json                 # then edit s.json",
+    "sgfs specs add my.sgfspack s.json",
+    "sgfs tree 17 --specs my.sgfspack",
+)
+LS_HELP = (
+    "Print PACK's metadata, then one line per seed: seed, status, attempts, tokens, digest, title.\n\n"
+    + examples(
+        "sgfs specs ls llm.sgfspack",
+        "sgfs specs ls llm.sgfspack | grep -v '^#' | cut -f1,2   # each seed and its status",
+    )
+)
+SHOW_HELP = "Print the spec of SEED in PACK as JSON (validated), with its record on stderr.\n\n" + examples(
+    "sgfs specs show llm.sgfspack 17",
+    "sgfs specs show llm.sgfspack 17 > s.json && sgfs tree s.json",
+)
+VERIFY_HELP = "Recompute every digest and validate every spec of PACK; exit 1 on any problem.\n\n" + examples(
+    "sgfs specs verify llm.sgfspack",
+)
 
 
-@click.group("specs")
+@click.group("specs", help=SPECS_HELP)
 def specs_group() -> None:
-    """Build, fill and inspect spec packs (see docs/specs.md); use one with --specs PACK."""
+    pass
 
 
 def _engine_option(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any]:
@@ -35,7 +66,7 @@ def _engine_option(ctx: click.Context, param: click.Parameter, values: tuple[str
     return options
 
 
-@specs_group.command("build")
+@specs_group.command("build", help=BUILD_HELP)
 @click.argument("seeds")
 @click.option("--backend", type=click.Choice(["procedural", "openai", "vllm", "ray"]), required=True)
 @click.option("--model", default=None, help="Model name (openai) or path/name (vllm, ray).")
@@ -79,7 +110,6 @@ def build_command(
     engine_options: dict[str, Any],
     quiet: bool,
 ) -> None:
-    """Generate the specs of SEEDS (like 1-200) into PACK; rerun to resume an interrupted build."""
     from generators.llm import BackendError, make_backend
     from generators.llm.base import Sampling
     from generators.llm.pipeline import BuildOptions, build, build_metadata, open_for_build
@@ -108,6 +138,9 @@ def build_command(
     except PackError as exc:
         engine.close()
         raise SgfsError(str(exc)) from None
+    except OSError as exc:  # a read-only directory, a file where a directory should be...
+        engine.close()
+        raise SgfsError(f"cannot write --out {out}: {exc.strerror or exc}", exit_code=1) from None
     columns = (TextColumn("specs"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     try:
         with Progress(*columns, disable=quiet or not sys.stderr.isatty(), transient=True) as progress:
@@ -115,6 +148,10 @@ def build_command(
             report = build(seed_list, engine, pack, options, on_seed=lambda seed, status: progress.advance(task))
     except (BackendError, PackError) as exc:
         raise SgfsError(f"{exc} (finished seeds are kept: rerun to resume)", exit_code=1) from None
+    except OSError as exc:
+        raise SgfsError(
+            f"cannot write --out {out}: {exc.strerror or exc} (finished seeds are kept: rerun to resume)", exit_code=1
+        ) from None
     finally:
         engine.close()
         pack.close()
@@ -129,11 +166,10 @@ def build_command(
     )
 
 
-@specs_group.command("add")
+@specs_group.command("add", help=ADD_HELP)
 @click.argument("pack_path", metavar="PACK")
 @click.argument("files", metavar="SPEC.json...", nargs=-1, required=True)
 def add_command(pack_path: str, files: tuple[str, ...]) -> None:
-    """Put hand-written or edited specs into PACK (created if missing), validated like any other."""
     specs = []
     for name in files:
         try:
@@ -157,13 +193,14 @@ def add_command(pack_path: str, files: tuple[str, ...]) -> None:
                     raise SgfsError(f"invalid spec file {name}: {exc}") from None
     except PackError as exc:
         raise SgfsError(str(exc)) from None
+    except OSError as exc:  # a read-only directory, a file where a directory should be...
+        raise SgfsError(f"cannot write {pack_path}: {exc.strerror or exc}", exit_code=1) from None
     click.echo(f"added {len(specs)} spec{'s' * (len(specs) != 1)} to {pack_path}", err=True)
 
 
-@specs_group.command("ls")
+@specs_group.command("ls", help=LS_HELP)
 @click.argument("pack_path", metavar="PACK")
 def ls_command(pack_path: str) -> None:
-    """Print PACK's metadata, then one line per seed: seed, status, attempts, tokens, digest, title."""
     with open_pack(pack_path) as pack:
         try:
             for key, value in pack.metadata.items():
@@ -190,11 +227,10 @@ def _title(pack: SpecPack, seed: int) -> str:
         return "(refused: run sgfs specs verify)"
 
 
-@specs_group.command("show")
+@specs_group.command("show", help=SHOW_HELP)
 @click.argument("pack_path", metavar="PACK")
 @click.argument("seed")
 def show_command(pack_path: str, seed: str) -> None:
-    """Print the spec of SEED in PACK as JSON (validated), with its record on stderr."""
     number = parse_seed(seed)
     with open_pack(pack_path) as pack:
         try:
@@ -207,10 +243,9 @@ def show_command(pack_path: str, seed: str) -> None:
     sys.stdout.write(spec.to_json())
 
 
-@specs_group.command("verify")
+@specs_group.command("verify", help=VERIFY_HELP)
 @click.argument("pack_path", metavar="PACK")
 def verify_command(pack_path: str) -> None:
-    """Recompute every digest and validate every spec of PACK; exit 1 on any problem."""
     with open_pack(pack_path) as pack:
         problems = pack.verify()
         count, digest = len(pack), pack.pack_digest()

@@ -7,51 +7,58 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
-from typing import Any
 
-from qa.model import NOT_POSSIBLE
+from qa.model import NOT_POSSIBLE, Answer, Question
+from qa.records import QuestionsError, find_in_file, generated_records
 from sgfs.errors import SgfsError
+from sgfs.store.repositories import procedural_repository
 
 
-def find_question(question_id: str, questions_file: str | None, per_type: int, unanswerable: float) -> dict[str, Any]:
-    if questions_file is not None:
-        from sgfs.eval.questions import read_lines
+def find_question(question_id: str, questions_file: str | None, per_type: int, unanswerable: float) -> Question:
+    try:
+        if questions_file is not None:
+            return _in_file(question_id, questions_file)
+        return _regenerated(question_id, per_type, unanswerable)
+    except QuestionsError as exc:
+        raise SgfsError(str(exc)) from None
 
-        for line in read_lines(questions_file):
-            if line.strip():
-                record = json.loads(line)
-                if isinstance(record, dict) and record.get("id") == question_id:
-                    return record
+
+def _in_file(question_id: str, questions_file: str) -> Question:
+    record = find_in_file(questions_file, question_id)
+    if record is None:
         raise SgfsError(f"question {question_id} is not in {questions_file}")
+    return record.question
+
+
+def _regenerated(question_id: str, per_type: int, unanswerable: float) -> Question:
+    from qa.generate import Options
+
     seed_text = question_id.split("-", 1)[0]
     if not seed_text.isdigit():
         raise SgfsError(f"question id {question_id!r} does not start with a seed")
-    from sgfs.eval.questions import generate_lines
-
-    for line in generate_lines([int(seed_text)], per_type, unanswerable):
-        record = json.loads(line)
-        if record["id"] == question_id:
-            return dict(record)
+    options = Options(per_type=per_type, unanswerable=unanswerable)
+    for record in generated_records([procedural_repository(int(seed_text))], options):
+        if record.id == question_id:
+            return record.question
     raise SgfsError(f"no question {question_id} among seed {seed_text}'s (wrong --per-type or --unanswerable?)")
 
 
-def oracle_answer(record: dict[str, Any], repo: Path) -> Any:
+def oracle_answer(question: Question, repo: Path) -> Answer:
     """Reads every evidence file through the mount (so the audit sees it), then gives the recorded answer."""
-    for relative in record.get("evidence", []):
+    for relative in question.evidence:
         with open(repo / relative, "rb") as handle:
             while handle.read(1 << 20):
                 pass
-    return record["answer"]
+    return question.answer
 
 
-def random_answer(record: dict[str, Any]) -> Any:
+def random_answer(question: Question) -> Answer:
     """A guess of the right shape, seeded by the question id: a choice, a yes/no, or a number."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(record["id"].encode("utf-8")).digest()[:8], "big"))
-    kind = record.get("answer_kind")
-    choices = record.get("choices") or []
+    rng = random.Random(int.from_bytes(hashlib.sha256(question.id.encode("utf-8")).digest()[:8], "big"))
+    kind = question.answer_kind
+    choices = question.choices or []
     if kind == "yes_no":
         return rng.choice(["yes", "no"])
     if kind == "categorical":
@@ -59,4 +66,4 @@ def random_answer(record: dict[str, Any]) -> Any:
         return rng.choice(choices) if len(choices) > 1 else NOT_POSSIBLE
     if kind == "integer":
         return rng.randint(0, 200)
-    return round(rng.uniform(-1.0, 1.0) * 10 ** rng.randint(0, 3), 4)
+    return round(rng.uniform(-1.0, 1.0) * 10.0 ** rng.randint(0, 3), 4)

@@ -7,33 +7,35 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-import sgfs.eval.questions as q
+from qa.model import Json
+from qa.records import AskedQuestion, QuestionSource
+from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
-from sgfs.eval.audit import AuditReader
 from sgfs.eval.mount import RunMount, private_mount, user_mount
 from sgfs.eval.protocol import check_agent
+from sgfs.eval.questions import digest, load_questions, select_shard
 from sgfs.eval.results import (
     RESULTS,
     RUN,
     SUMMARY,
     ResultsWriter,
-    read_records,
+    RunDescription,
+    read_results,
     read_run,
-    record_key,
-    summarize_records,
     write_json,
 )
 from sgfs.eval.runner import Interrupted, Runner, RunSettings
+from sgfs.eval.summary import RunSummary, summarize_records
+from sgfs.mount.audit import AuditReader
 
 
 @dataclass(frozen=True)
@@ -55,42 +57,47 @@ class EvalConfig:
     quiet: bool
 
 
-def load_items(config: EvalConfig) -> list[q.Item]:
+def load_items(config: EvalConfig) -> list[AskedQuestion]:
+    source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
     if config.questions_file is not None:
-        lines, source = q.read_lines(config.questions_file), config.questions_file
+        items = load_questions(source, config.variant)
     else:
-        assert config.seeds is not None
         with _progress(config.quiet or not sys.stderr.isatty()) as progress:
-            task = progress.add_task("generating questions", total=len(config.seeds), accuracy="")
-            lines = q.generate_lines(config.seeds, config.per_type, config.unanswerable, lambda: progress.advance(task))
-        source = "generated questions"
-    items = q.make_items(q.parse_records(lines, source), config.variant)
-    items = q.select_shard(items, config.shard)
+            task = progress.add_task("generating questions", total=len(source.seeds), accuracy="")
+            items = load_questions(source, config.variant, lambda: progress.advance(task))
+    items = select_shard(items, config.shard)
     if not items:
         raise SgfsError("no questions in this shard")
     return items
 
 
-def prepare_directory(config: EvalConfig, items: list[q.Item]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """run.json for this run and the records already there (with --resume); refuses a foreign DIR."""
+def describe(config: EvalConfig, items: list[AskedQuestion]) -> RunDescription:
     try:
         sgfs_version = version("sgfs")
     except PackageNotFoundError:
         sgfs_version = "unknown"
-    meta: dict[str, Any] = {
-        "sgfs_version": sgfs_version,
-        "agent": config.agent,
-        "questions_digest": q.digest(items),
-        "questions": len(items),
-        "source": {"questions_file": config.questions_file}
-        if config.questions_file
-        else {"seeds": config.seeds_text, "per_type": config.per_type, "unanswerable": config.unanswerable},
-        "variant": config.variant,
-        "shard": None if config.shard is None else f"{config.shard[0]}/{config.shard[1]}",
-        "timeout_s": config.timeout_s,
-        "jobs": config.jobs,
-        "mount": "private" if config.mount is None else "user",
-    }
+    source: dict[str, Json]
+    if config.questions_file:
+        source = {"questions_file": config.questions_file}
+    else:
+        source = {"seeds": config.seeds_text, "per_type": config.per_type, "unanswerable": config.unanswerable}
+    return RunDescription(
+        sgfs_version=sgfs_version,
+        agent=config.agent,
+        questions_digest=digest(items),
+        questions=len(items),
+        source=source,
+        variant=config.variant,
+        shard=None if config.shard is None else f"{config.shard[0]}/{config.shard[1]}",
+        timeout_s=config.timeout_s,
+        jobs=config.jobs,
+        mount="private" if config.mount is None else "user",
+    )
+
+
+def prepare_directory(config: EvalConfig, items: list[AskedQuestion]) -> tuple[RunDescription, list[ResultRecord]]:
+    """run.json for this run and the records already there (with --resume); refuses a foreign DIR."""
+    meta = describe(config, items)
     out = config.out
     if out.exists() and not out.is_dir():
         raise SgfsError(f"--out {out} is not a directory")
@@ -102,7 +109,7 @@ def prepare_directory(config: EvalConfig, items: list[q.Item]) -> tuple[dict[str
     if existing is not None and started and not config.resume:
         raise SgfsError(f"{out} already holds a run: add --resume to finish it, or choose another --out")
     if existing is not None and (started or config.resume):
-        if existing.get("questions_digest") != meta["questions_digest"]:
+        if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("agent") != config.agent:
             raise SgfsError(f"cannot resume {out}: it was made with another agent ({existing.get('agent')!r})")
@@ -110,8 +117,8 @@ def prepare_directory(config: EvalConfig, items: list[q.Item]) -> tuple[dict[str
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SgfsError(f"cannot create {out}: {exc.strerror or exc}") from None
-    done = read_records(out / RESULTS, repair=True) if existing is not None else []
-    write_json(out / RUN, meta)
+    done = read_results(out / RESULTS, repair=True) if existing is not None else []
+    write_json(out / RUN, meta.to_json())
     return meta, done
 
 
@@ -138,16 +145,15 @@ def _progress(quiet: bool) -> Progress:
     return Progress(*columns, disable=quiet, transient=True, console=Console(stderr=True))
 
 
-def run_eval(config: EvalConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     """Run what is missing, write results, summary and run.json; the summary and every record, in item order."""
     check_agent(config.agent)
     items = load_items(config)
     meta, done = prepare_directory(config, items)
     wanted = {item.key for item in items}
-    done = [r for r in done if record_key(r) in wanted]
-    finished = {record_key(r) for r in done}
+    records = [r for r in done if r.key in wanted]
+    finished = {r.key for r in records}
     todo = [item for item in items if item.key not in finished]
-    records = list(done)
 
     if todo:
         seeds = sorted({item.seed for item in items})
@@ -170,16 +176,16 @@ def run_eval(config: EvalConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             writer = ResultsWriter(config.out / RESULTS)
             stack.callback(writer.close)
             progress = stack.enter_context(_progress(config.quiet or not sys.stderr.isatty()))
-            correct = sum(bool(r["correct"]) for r in records)
+            correct = sum(bool(r.correct) for r in records)
             task = progress.add_task(
                 "questions", total=len(items), completed=len(records), accuracy=_accuracy(correct, len(records))
             )
 
-            def on_record(record: dict[str, Any]) -> None:
+            def on_record(record: ResultRecord) -> None:
                 nonlocal correct
                 writer.write(record)
                 records.append(record)
-                correct += bool(record["correct"])
+                correct += bool(record.correct)
                 progress.update(task, advance=1, accuracy=_accuracy(correct, len(records)))
 
             try:
@@ -193,10 +199,9 @@ def run_eval(config: EvalConfig) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 ) from None
 
     order = {item.key: index for index, item in enumerate(items)}
-    records.sort(key=lambda r: order[record_key(r)])
-    summary = summarize_records(records)
-    summary["questions_digest"] = meta["questions_digest"]
-    write_json(config.out / SUMMARY, summary)
+    records.sort(key=lambda r: order[r.key])
+    summary = replace(summarize_records(records), questions_digest=meta.questions_digest)
+    write_json(config.out / SUMMARY, summary.to_json())
     return summary, records
 
 

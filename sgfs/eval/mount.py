@@ -11,9 +11,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sgfs.daemon import FSTYPE, check_fuse, mount_type
 from sgfs.errors import SgfsError
-from sgfs.source import DEFAULT_CACHE_MB
+from sgfs.mount.control import FSTYPE, check_fuse, lazy_unmount, mount_type, start_daemon, unmount
+from sgfs.mount.options import MountOptions
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,6 @@ class RunMount:
 @contextlib.contextmanager
 def private_mount(seeds: list[int]) -> Iterator[RunMount]:
     """An audited mount on a fresh temporary directory, unmounted and removed whatever happens."""
-    from sgfs.cli.mount import _lazy_unmount, _start_daemon, _unmount
-
     check_fuse()
     base = tempfile.mkdtemp(prefix="sgfs-eval-")
     mnt = os.path.join(base, "mnt")
@@ -34,8 +32,8 @@ def private_mount(seeds: list[int]) -> Iterator[RunMount]:
     os.mkdir(mnt)
     pid: int | None = None
     try:
-        listed = ",".join(map(str, seeds[:10_000]))
-        pid = _start_daemon(mnt, listed, DEFAULT_CACHE_MB, None, audit_file=audit, exit_with=os.getpid())
+        options = MountOptions(seeds=tuple(seeds[:10_000]), audit_file=audit, exit_with=os.getpid())
+        pid = start_daemon(mnt, options.checked(mnt))
         yield RunMount(mnt, audit)
     finally:
         # SIGINT/SIGTERM while cleaning up must not leave a stale mount: hold them until done.
@@ -43,9 +41,9 @@ def private_mount(seeds: list[int]) -> Iterator[RunMount]:
         try:
             if mount_type(mnt) == FSTYPE:
                 try:
-                    _unmount(mnt)
+                    unmount(mnt)
                 except SgfsError:
-                    _lazy_unmount(mnt)
+                    lazy_unmount(mnt)
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 0)

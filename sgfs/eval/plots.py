@@ -37,13 +37,13 @@ def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]], me
     plt.close(fig)
 
 
-def evidence_vs_correct(path: Path, records: list[dict[str, Any]]) -> None:
-    """Evidence recall of correct and wrong answers (answerable questions with evidence), as histograms."""
+def evidence_vs_correct(path: Path, shown: list[tuple[float, bool]]) -> None:
+    """Evidence recall of correct and wrong answers as histograms; ``shown``: (evidence recall, correct) of each
+    answerable question with evidence, in an audited run."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    shown = [r for r in records if r.get("evidence_recall") is not None and r.get("answerable")]
     for correct, colour in ((True, "#54a24b"), (False, "#e45756")):
-        values = [float(r["evidence_recall"]) for r in shown if bool(r["correct"]) == correct]
+        values = [recall for recall, right in shown if right == correct]
         if values:
             label = f"{'correct' if correct else 'wrong'} (n={len(values)})"
             ax.hist(values, bins=[i / 10 for i in range(11)], alpha=0.6, color=colour, label=label)

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval import plots
-from sgfs.eval.results import LoadedRuns, record_key, summarize_records
+from sgfs.eval.results import LoadedRuns, RunInfo
 from sgfs.eval.stats import newcombe, wilson
+from sgfs.eval.summary import RunSummary
+
+GROUPS: dict[str, Callable[[ResultRecord], str]] = {
+    "category": lambda record: record.category,
+    "type": lambda record: record.type,
+}
 
 
-def _groups(records: list[dict[str, Any]], key: str) -> dict[str, tuple[int, int]]:
+def _groups(records: Sequence[ResultRecord], key: str) -> dict[str, tuple[int, int]]:
     out: dict[str, list[int]] = {}
     for record in records:
-        counts = out.setdefault(str(record[key]), [0, 0])
-        counts[0] += bool(record["correct"])
+        counts = out.setdefault(GROUPS[key](record), [0, 0])
+        counts[0] += bool(record.correct)
         counts[1] += 1
     return {name: (out[name][0], out[name][1]) for name in sorted(out)}
 
@@ -41,9 +48,16 @@ def _accuracy_rows(groups: dict[str, tuple[int, int]]) -> list[list[str]]:
     return [[name, str(n), str(c), _pct(c / n if n else None), _interval(c, n)] for name, (c, n) in groups.items()]
 
 
-def _numbers(records: list[dict[str, Any]], get: Any) -> list[float]:
-    values = [get(r) for r in records]
-    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def _numbers(records: Sequence[ResultRecord], get: Callable[[ResultRecord], float | None]) -> list[float]:
+    return [float(value) for value in map(get, records) if value is not None]
+
+
+def _tokens(name: str) -> Callable[[ResultRecord], float | None]:
+    return lambda record: (record.usage or {}).get(name)
+
+
+def _all_tokens(record: ResultRecord) -> float | None:
+    return sum(record.usage.values()) if record.usage else None
 
 
 def _stat_line(name: str, values: list[float]) -> list[str]:
@@ -56,17 +70,21 @@ def _stat_line(name: str, values: list[float]) -> list[str]:
 
 
 def build_markdown(
-    records: list[dict[str, Any]], runs: list[dict[str, Any]], baseline: LoadedRuns | None, baseline_name: str | None
+    records: Sequence[ResultRecord],
+    summary: RunSummary,
+    runs: Sequence[RunInfo],
+    baseline: LoadedRuns | None,
+    baseline_name: str | None,
 ) -> str:
     """The report as markdown; the plots it shows are drawn by ``draw``."""
-    summary = summarize_records(records)
-    agents = sorted({str(r.get("agent")) for r in runs if r.get("agent") is not None})
+    agents = sorted({run.agent for run in runs if run.agent is not None})
     lines = ["# sgfs evaluation report", ""]
-    lines += [f"- runs: {', '.join(str(r['dir']) for r in runs)}", f"- agent: {', '.join(agents) or '-'}"]
-    versions = sorted({str(r.get("sgfs_version")) for r in runs if r.get("sgfs_version")})
-    lines += [f"- sgfs version: {', '.join(versions) or '-'}", f"- graded items: {summary['n']}", ""]
+    lines += [f"- runs: {', '.join(run.dir for run in runs)}", f"- agent: {', '.join(agents) or '-'}"]
+    versions = sorted({run.sgfs_version for run in runs if run.sgfs_version})
+    lines += [f"- sgfs version: {', '.join(versions) or '-'}", f"- graded items: {summary.n}", ""]
     lines += ["## Accuracy", ""]
-    overall = (int(summary["correct"]), int(summary["n"]))
+    grading = summary.grading
+    overall = (summary.correct, summary.n)
     lines += _table(["", "n", "correct", "accuracy", "95 % interval"], _accuracy_rows({"all": overall}))
     for title, key in (("category", "category"), ("type", "type")):
         rows = _accuracy_rows(_groups(records, key))
@@ -74,41 +92,41 @@ def build_markdown(
         lines += ["", f"![accuracy by {title}](accuracy_by_{key}.png)"]
     lines += ["", "## Abstention", ""]
     abst = [
-        ["precision (correct abstentions / abstentions)", _pct(summary["abstention_precision"]),
-         _interval(summary["correct_abstentions"], summary["abstentions"])],
-        ["recall (correct abstentions / unanswerable)", _pct(summary["abstention_recall"]),
-         _interval(summary["correct_abstentions"], summary["unanswerable"])],
+        ["precision (correct abstentions / abstentions)", _pct(grading["abstention_precision"]),
+         _interval(grading["correct_abstentions"], grading["abstentions"])],
+        ["recall (correct abstentions / unanswerable)", _pct(grading["abstention_recall"]),
+         _interval(grading["correct_abstentions"], grading["unanswerable"])],
     ]  # fmt: skip
     lines += _table(["measure", "value", "95 % interval"], abst)
     lines += ["", "![abstention](abstention.png)"]
     lines += ["", "## Evidence access", ""]
-    if summary["audited"]:
+    if summary.audited:
         lines += [
-            f"- mean evidence recall: {_pct(summary['evidence_recall_mean'])} "
-            f"(answerable questions: {_pct(summary['evidence_recall_mean_answerable'])})",
+            f"- mean evidence recall: {_pct(summary.evidence_recall_mean)} "
+            f"(answerable questions: {_pct(summary.evidence_recall_mean_answerable)})",
             f"- correct answers given without reading any evidence file: "
-            f"{summary['correct_without_evidence_n']} ({_pct(summary['correct_without_evidence'])})",
-            f"- abstentions on answerable questions after reading all evidence: {summary['abstained_after_evidence']}",
-            f"- items that read outside their repository: {summary['reads_outside_repository']}",
+            f"{summary.correct_without_evidence_n} ({_pct(summary.correct_without_evidence)})",
+            f"- abstentions on answerable questions after reading all evidence: {summary.abstained_after_evidence}",
+            f"- items that read outside their repository: {summary.reads_outside_repository}",
         ]
     else:
         lines.append("Not recorded: the run used a mount without the audit.")
     lines += ["", "![evidence recall](evidence_recall.png)", "", "## Cost", ""]
     cost = [
-        _stat_line("time (s)", _numbers(records, lambda r: r.get("time_s"))),
-        _stat_line("input tokens", _numbers(records, lambda r: (r.get("usage") or {}).get("input_tokens"))),
-        _stat_line("output tokens", _numbers(records, lambda r: (r.get("usage") or {}).get("output_tokens"))),
-        _stat_line("tool calls", _numbers(records, lambda r: r.get("tool_calls"))),
+        _stat_line("time (s)", _numbers(records, lambda r: r.time_s)),
+        _stat_line("input tokens", _numbers(records, _tokens("input_tokens"))),
+        _stat_line("output tokens", _numbers(records, _tokens("output_tokens"))),
+        _stat_line("tool calls", _numbers(records, lambda r: r.tool_calls)),
     ]
     lines += _table(["per question", "recorded", "mean", "median", "max"], cost)
-    lines += ["", f"Statuses: {', '.join(f'{k} {v}' for k, v in summary['statuses'].items())}.", ""]
+    lines += ["", f"Statuses: {', '.join(f'{k} {v}' for k, v in summary.statuses.items())}.", ""]
     lines += ["![distributions](distributions.png)", ""]
     if baseline is not None:
         lines += _baseline_section(records, baseline, baseline_name or "baseline")
     return "\n".join(lines) + "\n"
 
 
-def _baseline_section(records: list[dict[str, Any]], baseline: LoadedRuns, name: str) -> list[str]:
+def _baseline_section(records: Sequence[ResultRecord], baseline: LoadedRuns, name: str) -> list[str]:
     base = baseline.records
     lines = [f"## Against the baseline ({name})", ""]
     mine, theirs = _groups(records, "type"), _groups(base, "type")
@@ -124,11 +142,11 @@ def _baseline_section(records: list[dict[str, Any]], baseline: LoadedRuns, name:
         lines += ["", f"Overall: {100 * overall[0]:+.1f} points (95 % interval {100 * overall[1]:+.1f} to "
                   f"{100 * overall[2]:+.1f})."]  # fmt: skip
     lines += ["", "![difference by type](baseline_difference.png)", "", "### Questions that flipped", ""]
-    before = {record_key(r): bool(r["correct"]) for r in base}
+    before = {r.key: bool(r.correct) for r in base}
     flipped = [
-        (r["id"], r.get("variant", "template"), before[record_key(r)], bool(r["correct"]))
+        (r.id, r.variant, before[r.key], bool(r.correct))
         for r in records
-        if record_key(r) in before and before[record_key(r)] != bool(r["correct"])
+        if r.key in before and before[r.key] != bool(r.correct)
     ]
     if flipped:
         lines += _table(["id", "variant", "change"], [
@@ -140,25 +158,23 @@ def _baseline_section(records: list[dict[str, Any]], baseline: LoadedRuns, name:
     return lines
 
 
-def draw(directory: Path, records: list[dict[str, Any]], baseline: LoadedRuns | None) -> None:
+def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, baseline: LoadedRuns | None) -> None:
     plots.accuracy_bars(directory / "accuracy_by_category.png", "Accuracy by category", _groups(records, "category"))
     plots.accuracy_bars(directory / "accuracy_by_type.png", "Accuracy by question type", _groups(records, "type"))
-    summary = summarize_records(records)
+    grading = summary.grading
     abstention = {
-        "precision": (int(summary["correct_abstentions"]), int(summary["abstentions"])),
-        "recall": (int(summary["correct_abstentions"]), int(summary["unanswerable"])),
+        "precision": (int(grading["correct_abstentions"]), int(grading["abstentions"])),
+        "recall": (int(grading["correct_abstentions"]), int(grading["unanswerable"])),
     }
     plots.accuracy_bars(directory / "abstention.png", "Abstention on unanswerable questions", abstention, "share")
-    plots.evidence_vs_correct(directory / "evidence_recall.png", records)
+    recalls = [(r.evidence_recall, bool(r.correct)) for r in records if r.evidence_recall is not None and r.answerable]
+    plots.evidence_vs_correct(directory / "evidence_recall.png", recalls)
     plots.distributions(
         directory / "distributions.png",
         {
-            "time (s)": _numbers(records, lambda r: r.get("time_s")),
-            "tokens (in + out)": _numbers(
-                records,
-                lambda r: sum((r.get("usage") or {}).values()) if r.get("usage") else None,
-            ),
-            "tool calls": _numbers(records, lambda r: r.get("tool_calls")),
+            "time (s)": _numbers(records, lambda r: r.time_s),
+            "tokens (in + out)": _numbers(records, _all_tokens),
+            "tool calls": _numbers(records, lambda r: r.tool_calls),
         },
     )
     if baseline is not None:
@@ -219,23 +235,19 @@ def markdown_to_html(markdown: str, directory: Path) -> str:
 
 def write_report(
     directory: Path,
-    records: list[dict[str, Any]],
-    dirs: list[Path],
+    records: Sequence[ResultRecord],
+    summary: RunSummary,
+    runs: Sequence[RunInfo],
     baseline: LoadedRuns | None,
     baseline_name: str | None,
-    runs: list[dict[str, Any]] | None = None,
 ) -> None:
     """Writes report.md, report.html and the PNG plots into ``directory``."""
     if not records:
         raise SgfsError("no results to report")
-    if runs is None:
-        from sgfs.eval.results import read_run
-
-        runs = [{"dir": str(d), **(read_run(d) or {})} for d in dirs]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        markdown = build_markdown(records, runs, baseline, baseline_name)
-        draw(directory, records, baseline)
+        markdown = build_markdown(records, summary, runs, baseline, baseline_name)
+        draw(directory, records, summary, baseline)
         (directory / "report.md").write_text(markdown, encoding="utf-8")
         (directory / "report.html").write_text(markdown_to_html(markdown, directory), encoding="utf-8")
     except OSError as exc:

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from qa.grading import grade
-from sgfs.eval.audit import AuditReader, evidence_fields
+from qa.records import AskedQuestion
+from qa.result_record import EvalDetails, ResultRecord
 from sgfs.eval.protocol import command_line, prompt, read_answer
-from sgfs.eval.questions import Item
+from sgfs.mount.audit import AuditReader, evidence_fields
 
 STDERR_TAIL = 2000
 KILL_GRACE_S = 2.0
@@ -51,7 +51,7 @@ class Runner:
         for group in groups:
             _signal_group(group, signal.SIGKILL)
 
-    def run(self, items: list[Item], jobs: int, on_record: Callable[[dict[str, Any]], None]) -> None:
+    def run(self, items: list[AskedQuestion], jobs: int, on_record: Callable[[ResultRecord], None]) -> None:
         """Run every item; ``on_record`` is called in this thread as each finishes."""
         if jobs <= 1:
             for item in items:
@@ -59,7 +59,7 @@ class Runner:
             return
         pending = iter(items)
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="agent") as pool:
-            running: set[Future[dict[str, Any]]] = set()
+            running: set[Future[ResultRecord]] = set()
             try:
                 for item in pending:
                     running.add(pool.submit(self.run_item, item))
@@ -77,7 +77,7 @@ class Runner:
                     future.cancel()
                 raise
 
-    def run_item(self, item: Item) -> dict[str, Any]:
+    def run_item(self, item: AskedQuestion) -> ResultRecord:
         settings = self.settings
         scratch = settings.workdir / f"q{threading.get_ident()}-{time.monotonic_ns()}"
         scratch.mkdir()
@@ -119,31 +119,33 @@ class Runner:
         access = None
         if settings.audit is not None and session is not None:
             access = settings.audit.take(session)
-        evidence = [str(p) for p in item.record.get("evidence", [])]
-        return {
-            "id": item.id,
-            "variant": item.variant,
-            "seed": item.seed,
-            "type": item.graded.type,
-            "category": item.graded.category,
-            "answer_kind": item.graded.answer_kind,
-            "answerable": item.graded.answerable,
-            "answer": verdict.parsed.strip() if verdict else None,
-            "extracted": verdict.extracted if verdict else None,
-            "correct": bool(status == "ok" and verdict and verdict.correct),
-            "abstained": bool(status == "ok" and verdict and verdict.abstained),
-            "status": status,
-            "exit_code": exit_code,
-            "stderr_tail": stderr[-STDERR_TAIL:],
-            "time_s": round(elapsed, 4),
-            "usage": answer.usage,
-            "tool_calls": answer.tool_calls,
-            "evidence_files": len(evidence),
-            **evidence_fields(access, item.seed, evidence),
-        }
+        question = item.question
+        audit = evidence_fields(access, question.seed, question.evidence)
+        counted = verdict if status == "ok" else None  # only an answer given in time by a clean exit counts
+        return ResultRecord.of(
+            question,
+            item.variant,
+            answer=verdict.parsed.strip() if verdict else None,
+            correct=counted is not None and counted.correct,
+            abstained=counted is not None and counted.abstained,
+            status=status,
+            time_s=round(elapsed, 4),
+            usage=answer.usage,
+            tool_calls=answer.tool_calls,
+            files_read=audit["files_read"],
+            details=EvalDetails(
+                extracted=verdict.extracted if verdict else None,
+                exit_code=exit_code,
+                stderr_tail=stderr[-STDERR_TAIL:],
+                evidence_files=len(question.evidence),
+                bytes_read=audit["bytes_read"],
+                dirs_listed=audit["dirs_listed"],
+                reads_outside=audit["reads_outside"],
+            ),
+        )
 
 
-def _wait_some(running: set[Future[dict[str, Any]]]) -> tuple[set[Future[dict[str, Any]]], set[Future[dict[str, Any]]]]:
+def _wait_some(running: set[Future[ResultRecord]]) -> tuple[set[Future[ResultRecord]], set[Future[ResultRecord]]]:
     # A bounded wait keeps the main thread responsive to signals.
     while True:
         done, left = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)

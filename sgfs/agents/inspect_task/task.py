@@ -1,0 +1,136 @@
+"""The ``infinite_science`` task: one sample per question (and wording), the paper's tools, the grader."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio.to_thread
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset
+from inspect_ai.model import ChatMessageSystem
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from qa.records import QuestionSource
+from sgfs.agents.inspect_task.dataset import load_questions, to_samples
+from sgfs.agents.inspect_task.scorer import infinite_science_scorer
+from sgfs.agents.inspect_task.tools import filesystem_tools, python_tool, shell_tool
+from sgfs.agents.mcp.tools import RepositoryTools
+from sgfs.agents.pytool import PythonLimits, Workspaces
+from sgfs.errors import SgfsError
+from sgfs.store.repositories import parse_seed_list
+from sgfs.store.source import MountSource
+
+TOOL_SETS = ("python", "shell")
+
+ANSWER_FORMAT = (
+    'End with your final answer as JSON on the last line: {"answer": "..."}. If the data in the repository '
+    'cannot answer the question, answer {"answer": "not possible"}.'
+)
+
+
+def system_prompt(seed: int, tools: str) -> str:
+    if tools == "shell":
+        access = (
+            f"The repository (seed {seed}) is the working directory of the bash and run_python_code tools, "
+            "so a path a/b.csv in the question is the file a/b.csv there."
+        )
+    else:
+        access = (
+            f"The repository is the directory {seed}/ of the file tools' root: a path a/b.csv in the question is "
+            f"{seed}/a/b.csv for list_directory, read_text_file and the other file tools, and a/b.csv in "
+            "run_python_code, whose working directory is the repository."
+        )
+    return (
+        "You answer a question about a scientific data repository, using only what its files contain. "
+        f"{access} Everything is read-only. {ANSWER_FORMAT}"
+    )
+
+
+@contextlib.contextmanager
+def mounted(seed: int) -> Iterator[Path]:
+    """``sgfs mount`` of one seed in a temporary directory; always unmounted."""
+    sgfs = [sys.executable, "-m", "sgfs"]
+    with tempfile.TemporaryDirectory(prefix="sgfs-mnt-") as directory:
+        mnt = Path(directory)
+        result = subprocess.run([*sgfs, "mount", str(mnt), "--seeds", str(seed)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"sgfs mount failed: {result.stderr.strip()}")
+        try:
+            yield mnt / str(seed)
+        finally:
+            subprocess.run([*sgfs, "unmount", str(mnt)], capture_output=True, check=False)
+
+
+@solver
+def repository_agent(
+    tools: str = "python", python_timeout: float = 60.0, python_memory_mb: int = 512, output_bytes: int = 16384
+) -> Solver:
+    """Gives the model the sample's repository tools and a system prompt, then lets it call tools until it
+    answers (Inspect's generate loop). Repositories are copied locally once per seed for the Python tool."""
+    limits = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb, output_bytes=output_bytes)
+    source = MountSource([])
+    file_tools = RepositoryTools(source)
+    workspaces = Workspaces(source)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        seed = int(state.metadata["seed"])
+        state.messages.insert(0, ChatMessageSystem(content=system_prompt(seed, tools)))
+        if tools == "shell":
+            with contextlib.ExitStack() as stack:
+                root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed)))
+                state.tools = [shell_tool(root, limits), python_tool(root, limits)]
+                try:
+                    return await generate(state)
+                finally:
+                    await anyio.to_thread.run_sync(stack.close)
+        workspace = await anyio.to_thread.run_sync(lambda: workspaces.path(seed))
+        state.tools = [*filesystem_tools(file_tools), python_tool(workspace, limits)]
+        return await generate(state)
+
+    return solve
+
+
+@task
+def infinite_science(
+    seeds: str | int = "1-20",
+    variant: str = "template",
+    tools: str = "python",
+    questions: str | None = None,
+    per_type: int = 5,
+    unanswerable: float = 0.28,
+    python_timeout: float = 60.0,
+    python_memory_mb: int = 512,
+    output_bytes: int = 16384,
+    message_limit: int = 60,
+) -> Task:
+    """InfiniteScienceGym questions over sgfs repositories.
+
+    Args:
+        seeds: repositories to ask about, e.g. 1-20 or 3,118 (ignored with `questions`).
+        variant: template, paraphrase_1, paraphrase_2, paraphrase_3, or all (one sample per wording).
+        tools: python (the paper's setting: the file tools and a sandboxed Python) or shell (bash and Python
+            on a real FUSE mount of the repository).
+        questions: a questions file written by `sgfs qa` to use instead of generating them.
+        per_type: samples of each sampled question type per repository.
+        unanswerable: target share of unanswerable questions.
+        python_timeout: wall-clock limit of one Python or shell call, seconds.
+        python_memory_mb: address-space limit of one Python or shell call.
+        output_bytes: output kept from one Python or shell call.
+        message_limit: messages per sample before it is stopped.
+    """
+    if tools not in TOOL_SETS:
+        raise SgfsError(f"tools must be one of {', '.join(TOOL_SETS)}, got {tools!r}")
+    seed_list = parse_seed_list(str(seeds)) if questions is None else []
+    asked = load_questions(QuestionSource(questions, seed_list, per_type, unanswerable), variant)
+    return Task(
+        dataset=MemoryDataset(to_samples(asked), name="infinite_science"),
+        solver=repository_agent(tools, python_timeout, python_memory_mb, output_bytes),
+        scorer=infinite_science_scorer(),
+        message_limit=message_limit,
+        metadata={"tools": tools, "variant": variant},
+    )

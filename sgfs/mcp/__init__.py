@@ -1,5 +1,0 @@
-"""The paper's read-only filesystem tools over ``MountSource``, and ``sgfs mcp`` serving them over MCP.
-
-``sgfs.mcp.tools`` is framework-free (the Inspect task and the benchmark use it too); only
-``sgfs.mcp.server`` imports the MCP SDK (the ``mcp`` extra).
-"""

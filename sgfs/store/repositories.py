@@ -1,0 +1,123 @@
+"""Seeds and seed lists as the user writes them (``118``, ``1-100,118``), and spec files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from generators import MAX_SEED, Repository, SpecError, build_spec
+from generators.packs import PackError, PackRepositories, SeedNotInPack, SpecPack
+from generators.spec import from_json
+from sgfs.errors import SgfsError
+
+MAX_LIST = 1_000_000
+
+
+def parse_seed(text: str) -> int:
+    """One seed: a decimal integer in [0, 2^63)."""
+    value = text.strip()
+    if not value.isdigit() or not value.isascii():
+        raise SgfsError(f"invalid seed {text!r}: expected an integer in [0, 2^63)")
+    seed = int(value)
+    if seed > MAX_SEED:
+        raise SgfsError(f"invalid seed {text!r}: must be below 2^63")
+    return seed
+
+
+def parse_seed_list(text: str) -> list[int]:
+    """A comma-separated list of seeds and inclusive ranges, in the order given, without repeats."""
+    seeds: dict[int, None] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            raise SgfsError(f"invalid seed list {text!r}: empty item")
+        if "-" in part:
+            low_text, _, high_text = part.partition("-")
+            low, high = parse_seed(low_text), parse_seed(high_text)
+            if high < low:
+                raise SgfsError(f"invalid seed range {part!r}: the end is below the start")
+            if high - low + 1 + len(seeds) > MAX_LIST:
+                raise SgfsError(f"seed list {text!r} is too long (at most {MAX_LIST} seeds)")
+            seeds.update(dict.fromkeys(range(low, high + 1)))
+        else:
+            seeds[parse_seed(part)] = None
+    return list(seeds)
+
+
+def format_seed_list(seeds: Sequence[int]) -> str:
+    """The shortest text ``parse_seed_list`` reads back as ``seeds``, in order: runs become ranges."""
+    parts: list[str] = []
+    i = 0
+    while i < len(seeds):
+        j = i
+        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+            j += 1
+        parts.append(str(seeds[i]) if j == i else f"{seeds[i]}-{seeds[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def load_spec_file(path: str) -> Repository:
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SgfsError(f"cannot read spec file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return Repository(from_json(text))
+    except SpecError as exc:
+        raise SgfsError(f"invalid spec file {path}: {exc}") from None
+
+
+RepositoryFactory = Callable[[int], Repository]
+
+
+def procedural_repository(seed: int) -> Repository:
+    try:
+        return Repository(build_spec(seed))
+    except SpecError as exc:  # a builder bug, reported rather than hidden
+        raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+
+
+def open_pack(path: str) -> SpecPack:
+    try:
+        return SpecPack.open(path)
+    except PackError as exc:
+        raise SgfsError(str(exc)) from None
+
+
+def repository_factory(specs: str | None, fallback: str | None = None) -> RepositoryFactory:
+    """Where specs come from: the procedural builder, or a spec pack (``--specs``, ``--fallback``)."""
+    if specs is None:
+        if fallback is not None:
+            raise SgfsError("--fallback only applies with --specs PACK")
+        return procedural_repository
+    repositories = PackRepositories(open_pack(specs), fallback=fallback == "procedural")
+
+    def from_pack(seed: int) -> Repository:
+        try:
+            return repositories(seed)
+        except SeedNotInPack as exc:
+            raise SgfsError(f"{exc} (use --fallback procedural for seeds outside the pack)") from None
+        except PackError as exc:
+            raise SgfsError(str(exc)) from None
+
+    return from_pack
+
+
+def open_repository(source: str, factory: RepositoryFactory = procedural_repository) -> Repository:
+    """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``)."""
+    if source.endswith(".json"):
+        return load_spec_file(source)
+    return factory(parse_seed(source))
+
+
+def mount_repositories(specs: str, fallback: str | None) -> PackRepositories:
+    """The mount's repository factory over a pack, checked whole before serving: a hostile or corrupt pack is
+    refused at mount time (seed and field named) rather than answering EIO later. Seeds outside the pack
+    raise PathNotFound (ENOENT through the mount) unless ``fallback``."""
+    pack = open_pack(specs)
+    problems = pack.verify()
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise SgfsError(f"{problems[0]}{more}")
+    return PackRepositories(pack, fallback=fallback == "procedural")
