@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -108,12 +107,14 @@ class CountingFilesystem(SgfsFilesystem):
 
     def _counted(self, kind: str, call: Callable[..., Any], *args: Any, wait: bool) -> Any:
         try:
-            return call(*args, wait=wait)
+            result = call(*args, wait=wait)
         except WouldWait:
             raise  # handed on: counted when it is answered
-        finally:
-            if sys.exc_info()[0] is not WouldWait:
-                self.calls[kind] += 1
+        except BaseException:
+            self.calls[kind] += 1  # answered with an errno
+            raise
+        self.calls[kind] += 1
+        return result
 
     def lookup(self, parent: int, name: str, *, wait: bool = True) -> Any:
         return self._counted("lookup", super().lookup, parent, name, wait=wait)
