@@ -52,7 +52,7 @@ def open_folder(fs: SgfsFilesystem, path: str) -> int:
 
 def test_book_pages_and_lookups_are_the_page_by_page_ones(tmp_path: Path) -> None:
     """Every page of every directory, at every offset and for small, usual and large pages: the same bytes as
-    SgfsFilesystem.readdir + pack_entries (the bytes libfuse writes, test_lowlevel), the same lookups counted."""
+    SgfsFilesystem.readdir + pack_entries (the bytes libfuse writes: test_session.py), the same lookups counted."""
     from sgfs.mount.kernel.session import LowLevelMount
 
     require_fuse()
