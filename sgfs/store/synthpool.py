@@ -11,7 +11,9 @@ configured) and sends back the contents the disk did not keep. Each worker is on
 with two queues here, measures first, so a recursive listing gets its sizes before files are assembled, the files
 follow without being synthesised twice, and an ``encode`` reaches the worker that holds its tables. A reader
 waiting for a file's bytes has its encode prioritised ahead of the measures. A worker that dies fails its tasks at
-once (``WorkerGone``): the mount then synthesises those files in its own process.
+once (``WorkerGone``): the mount then synthesises those files in its own process. A worker that stops answering
+(stopped, stuck) while it holds tasks is killed after ``task_timeout_s`` without a reply, which fails its tasks
+the same way; a watchdog replaces every worker that died or was killed with a fresh process, and logs it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ class Synthesised:
 log = logging.getLogger(__name__)
 
 _MAX_PICKLED_SPECS = 64
+# How long a worker holding tasks may go without a reply before it is killed and replaced: far above any task's
+# run time (a batch of a few files), short enough that a reader of a stopped worker's file is soon served.
+TASK_TIMEOUT_S = 10.0
+WATCH_INTERVAL_S = 0.25
 # Tables a worker keeps between measuring and encoding, bounded by an estimate of their memory; one that was
 # dropped is synthesised again by ``encode``.
 KEPT_TABLE_BYTES = 128 << 20
@@ -193,8 +199,28 @@ class _Process:
         self._pending: dict[int, Future[Any]] = {}
         self._numbers = itertools.count()
         self._gone = False
+        self._heard = time.monotonic()  # the last reply, or the hand-over that gave an idle worker a task
         self._reader = threading.Thread(target=self._read, name="sgfs-synthesis-results", daemon=True)
         self._reader.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @property
+    def gone(self) -> bool:
+        with self._lock:
+            return self._gone
+
+    def silent_for(self) -> float:
+        """Seconds the worker has held tasks without a reply; 0 when it holds none."""
+        with self._lock:
+            return time.monotonic() - self._heard if self._pending else 0.0
+
+    def kill(self) -> None:
+        """Kill the process (a stopped one too): its pipe closes, and its tasks fail with WorkerGone."""
+        with contextlib.suppress(OSError, ValueError):
+            self._process.kill()
 
     def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]:
         future: Future[Any] = Future()
@@ -202,6 +228,8 @@ class _Process:
             if self._gone:
                 raise WorkerGone("the synthesis worker has exited")
             number = next(self._numbers)
+            if not self._pending:
+                self._heard = time.monotonic()
             self._pending[number] = future
         try:
             message = pickle.dumps((number, function, args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -227,6 +255,7 @@ class _Process:
                 break
             with self._lock:
                 future = self._pending.pop(number, None)
+                self._heard = time.monotonic()
             if future is not None and future.set_running_or_notify_cancel():
                 if ok:
                     future.set_result(value)
@@ -257,6 +286,16 @@ class Executor(Protocol):
     def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]: ...
 
     def shutdown(self) -> None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def gone(self) -> bool: ...
+
+    def silent_for(self) -> float: ...
+
+    def kill(self) -> None: ...
 
 
 class _Worker:
@@ -298,23 +337,34 @@ class _Worker:
                 reading = self._encodes and time.monotonic() < self._readers_until
                 task = (self._encodes if reading else self._measures or self._encodes).popleft()
                 self._handed += 1
+                executor = self.executor
             try:
-                inner = self.executor.submit(task.function, *task.args)
+                inner = executor.submit(task.function, *task.args)
             except Exception as exc:  # a closed or broken pool
                 with self._lock:
-                    self._handed -= 1
+                    if executor is self.executor:
+                        self._handed -= 1
                 task.future.set_exception(exc)
                 continue
-            inner.add_done_callback(functools.partial(self._done, task))
+            inner.add_done_callback(functools.partial(self._done, task, executor))
 
-    def _done(self, task: _Task, inner: Future[list[Synthesised]]) -> None:
+    def _done(self, task: _Task, executor: Executor, inner: Future[list[Synthesised]]) -> None:
         with self._lock:
-            self._handed -= 1
+            if executor is self.executor:  # a replaced process's tasks no longer count
+                self._handed -= 1
         exc = inner.exception() if not inner.cancelled() else CancelledError()
         if exc is None:
             task.future.set_result(inner.result())
         else:
             task.future.set_exception(exc)
+        self._pump()
+
+    def replace(self, executor: Executor) -> None:
+        """Hand later tasks to ``executor``, a fresh process, in place of one that is gone or is being killed
+        (whose tasks fail with WorkerGone)."""
+        with self._lock:
+            self.executor = executor
+            self._handed = 0  # only tasks handed to the current process count
         self._pump()
 
     def close(self) -> None:
@@ -337,13 +387,44 @@ class _Task:
 class SynthesisPool:
     """Worker processes for batches of one repository's files, each with its own queues."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, task_timeout_s: float = TASK_TIMEOUT_S) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self.task_timeout_s = task_timeout_s
         # spawn: the daemon is multithreaded when the pool starts, and fork would copy held locks.
-        context = multiprocessing.get_context("spawn")
-        self._workers = [_Worker(_Process(context)) for _ in range(self.workers)]
+        self._context = multiprocessing.get_context("spawn")
+        self._workers = [_Worker(_Process(self._context)) for _ in range(self.workers)]
         self._turn = itertools.count()  # next() is atomic under the GIL
         self._pickled_specs: dict[str, bytes] = {}  # repo_key -> pickled spec: pickled once, not per batch
+        self.replaced = 0  # workers replaced after they died or stopped answering
+        self._closed = threading.Event()
+        threading.Thread(target=self._watch, name="sgfs-synthesis-watchdog", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Replace a worker that holds tasks and has not answered for ``task_timeout_s`` (killed: its tasks fail
+        and are synthesised in the mount's process) or that is gone, with a fresh process."""
+        while not self._closed.wait(WATCH_INTERVAL_S):
+            for number, worker in enumerate(self._workers):
+                old = worker.executor
+                silent = old.silent_for()
+                stalled = silent > self.task_timeout_s
+                if not stalled and not old.gone:
+                    continue
+                try:
+                    fresh = _Process(self._context)
+                except Exception:  # no process can be started: reads are synthesised in the mount's process
+                    log.exception("cannot start a synthesis worker to replace worker %d", number)
+                    continue
+                if self._closed.is_set():
+                    fresh.shutdown()
+                    return
+                worker.replace(fresh)  # first: the tasks still queued go to the fresh process
+                if stalled:
+                    old.kill()
+                    why = f"answered nothing for {silent:.1f} s: killed"
+                else:
+                    why = "exited"
+                self.replaced += 1
+                log.warning("synthesis worker %d (pid %s) %s; replaced by pid %s", number, old.pid, why, fresh.pid)
 
     def warm(self, timeout: float | None = None) -> None:
         """Start every worker now rather than on the first cold request, and wait (up to ``timeout`` seconds)
@@ -382,5 +463,6 @@ class SynthesisPool:
         return pickled
 
     def close(self) -> None:
+        self._closed.set()
         for worker in self._workers:
             worker.close()

@@ -7,6 +7,8 @@ mount must not pass by skipping).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import errno
 import functools
 import hashlib
@@ -442,3 +444,39 @@ def test_stale_mount_is_reported(tmp_path: Path) -> None:
         assert "stale" in one_line_error(cli("mount", mnt))
         result = cli("unmount", mnt)  # sgfs unmount clears a stale mount too
         assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.fuse
+def test_a_stopped_synthesis_worker_does_not_hang_readers(tmp_path: Path) -> None:
+    """SIGSTOP the daemon's only synthesis worker, list a folder (its sizes go to that worker) and `cat` a file
+    in it: the worker is killed and replaced after the pool's task timeout and `cat` gets the exact bytes,
+    instead of waiting for as long as the worker is stopped."""
+    from sgfs.store.synthpool import TASK_TIMEOUT_S
+
+    seed = small_seeds()["csv"][1]
+    r = repo(seed)
+    folders = collections.Counter(path.rpartition("/")[0] for path in r.file_paths())
+    folder = folders.most_common(1)[0][0]
+    path = next(p for p in r.file_paths() if p.rpartition("/")[0] == folder)
+    log = tmp_path / "daemon.log"
+    with mounted(tmp_path / "mnt", "--workers", 1, "--no-disk-cache", "--log", log) as mnt:
+        daemon = daemon_pid(mnt)
+        assert daemon is not None
+        children = Path(f"/proc/{daemon}/task/{daemon}/children").read_text().split()
+        workers = [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(workers) == 1, children
+        os.kill(workers[0], signal.SIGSTOP)
+        started = time.monotonic()
+        try:
+            listed = subprocess.run(["ls", str(mnt / str(seed) / folder)], capture_output=True, timeout=60, check=False)
+            read = subprocess.run(
+                ["cat", str(mnt / str(seed) / path)], capture_output=True, timeout=TASK_TIMEOUT_S + 30, check=False
+            )
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(workers[0], signal.SIGKILL)  # a leftover, if the daemon did not kill it
+        took = time.monotonic() - started
+        assert listed.returncode == 0 and read.returncode == 0 and read.stdout == r.read(path)
+        assert took >= TASK_TIMEOUT_S - 1, took  # the read did wait for the stopped worker, then was served
+        assert wait_until(lambda: "replaced by pid" in log.read_text(), 10), log.read_text()
+        assert "answered nothing" in log.read_text(), log.read_text()

@@ -4,6 +4,7 @@ when they die, and give the same bytes as a synthesis in the process."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,9 @@ def ended(processes: list[Any], within: float = 30) -> bool:
     return not any(p.is_alive() for p in processes)
 
 
-def test_a_worker_that_dies_fails_its_tasks_and_reads_fall_back_to_the_process() -> None:
+def test_a_worker_that_dies_fails_its_tasks_and_is_replaced() -> None:
     """A worker killed mid-task (out of memory, a signal): its task fails with WorkerGone at once rather than
-    hanging, later tasks for it fail when handed, and the mount's reads are synthesised in process instead."""
+    hanging (the mount synthesises those files in its own process), and a fresh process takes its place."""
     import signal
 
     from sgfs.store.synthpool import WorkerGone
@@ -43,9 +44,9 @@ def test_a_worker_that_dies_fails_its_tasks_and_reads_fall_back_to_the_process()
         with pytest.raises(WorkerGone):
             sizes.result(timeout=60)
         assert ended([process])
-        _, later = doomed.measure("k", r.spec, data_files(r)[:1])
-        with pytest.raises(WorkerGone):
-            later.result(timeout=10)
+        assert wait_for(lambda: doomed.replaced == 1)
+        fresh = doomed._workers[0].executor._process  # type: ignore[attr-defined]
+        assert fresh.pid != process.pid and fresh.is_alive()
         seed = small_seeds()["csv"][0]
         source = MountSource([seed], pool=doomed)
         source.listdir(f"/{seed}")
@@ -54,6 +55,72 @@ def test_a_worker_that_dies_fails_its_tasks_and_reads_fall_back_to_the_process()
         }
     finally:
         doomed.close()
+
+
+def test_a_stopped_worker_is_killed_and_replaced_and_its_reads_are_served(caplog: pytest.LogCaptureFixture) -> None:
+    """A worker that stops answering (SIGSTOP, a stuck task) while a reader waits on it: after the task timeout
+    it is killed and replaced, the reader gets the file's exact bytes, and later work goes to the new process."""
+    import logging
+    import signal
+
+    seed = small_seeds()["xlsx"][0]
+    r = repo(seed)
+    stuck = SynthesisPool(1, task_timeout_s=1.0)
+    stopped = stuck._workers[0].executor._process  # type: ignore[attr-defined]
+    try:
+        stuck.warm(timeout=60)
+        os.kill(stopped.pid, signal.SIGSTOP)
+        source = MountSource([seed], pool=stuck)
+        path = data_files(r)[0]
+        got: list[bytes] = []
+
+        def reader() -> None:
+            source.listdir(f"/{seed}")  # hands the sizes to the stopped worker
+            got.append(source.read(f"/{seed}/{path}", 1 << 30, 0))
+
+        with caplog.at_level(logging.WARNING, logger="sgfs.store.synthpool"):
+            thread = threading.Thread(target=reader, daemon=True)
+            thread.start()
+            thread.join(15)  # bounded by the timeout, not by how long the worker stays stopped
+        assert not thread.is_alive(), "the read waited on the stopped worker"
+        assert got == [r.read(path)]
+        assert ended([stopped], within=10)  # killed (a stopped process dies of SIGKILL) and reaped
+        assert wait_for(lambda: stuck.replaced == 1)
+        assert "answered nothing" in caplog.text and "replaced by pid" in caplog.text
+        fresh = stuck._workers[0].executor._process  # type: ignore[attr-defined]
+        assert fresh.pid != stopped.pid
+        other = data_files(r)[-1]
+        _, sizes = stuck.measure("k", r.spec, [other])
+        assert [(x.path, x.size) for x in sizes.result(timeout=60)] == [(other, len(r.read(other)))]
+    finally:
+        if stopped.is_alive():
+            os.kill(stopped.pid, signal.SIGKILL)
+        stuck.close()
+
+
+def test_a_busy_worker_that_answers_is_never_killed() -> None:
+    """The timeout counts silence, not work: a worker that keeps answering tasks one after another is kept."""
+    r = repo(288)
+    busy = SynthesisPool(1, task_timeout_s=0.5)
+    try:
+        busy.warm(timeout=60)
+        paths = data_files(r)
+        started = time.monotonic()
+        tasks = [busy.measure("k", r.spec, paths[i : i + 20], keep=False)[1] for i in range(0, len(paths), 20)]
+        sizes = {x.path: x.size for task in tasks for x in task.result(timeout=120)}
+        took = time.monotonic() - started
+        assert took > 2 * busy.task_timeout_s, took  # far longer than the timeout in all, each task well within
+        assert busy.replaced == 0
+        assert all(size > 0 for size in sizes.values()) and len(sizes) == len(paths)
+    finally:
+        busy.close()
+
+
+def wait_for(predicate: Any, within: float = 10) -> bool:
+    deadline = time.monotonic() + within
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(predicate())
 
 
 def test_a_failing_task_reports_its_error_and_the_worker_serves_on(pool: SynthesisPool) -> None:
