@@ -4,7 +4,13 @@ Why SQLite: it is in the standard library, one file is the whole pack (easy to c
 is written in its own atomic transaction (an interrupted build keeps every finished seed, so a rerun simply
 continues), and a reader can fetch one seed without parsing the rest.
 
-A pack is untrusted input. Opening one checks the schema and format; every spec is checked when it is read:
+A pack is untrusted input. Opening one checks, before any query on the data, that the file is within
+:data:`MAX_PACK_BYTES` and that ``sqlite_master`` holds exactly the expected plain tables with exactly the
+expected SQL (a view, a trigger, an extra index or column is refused: a recursive view would otherwise hang
+every read); then that the row counts and the lengths of the stored texts are within bounds, and the format.
+Readers connect read-only (``mode=ro`` and ``PRAGMA query_only``) with a cap on the length of any value, and
+every query is aborted past :data:`MAX_QUERY_SECONDS` (a progress handler), so no content can make a read hang.
+Every spec is checked when it is read:
 its stored canonical JSON must match its xxh3-128 digest, parse and pass the full spec validation, carry the
 seed it is filed under, and stay within size limits. Errors name the pack, the seed and the field.
 """
@@ -13,9 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +40,16 @@ PACK_FORMAT = "sgfs-spec-pack"
 PACK_VERSION = 1
 STATUSES = ("generated", "repaired", "fallback", "added")
 MAX_SPEC_BYTES = 1 << 20
+# Bounds checked when a pack is opened, before anything is loaded from it.
+MAX_PACK_BYTES = 64 << 30
+MAX_PACK_SPECS = 10_000_000
+MAX_META_ROWS = 1000
+MAX_META_BYTES = 1 << 16
+MAX_NOTE_BYTES = 1 << 16
+MAX_FIELD_BYTES = 256  # status, digest
+# No SQLite statement on a pack may run longer than this (a progress handler aborts it).
+MAX_QUERY_SECONDS = 30.0
+_PROGRESS_STEPS = 10_000
 # A hand-written or generated spec may change the generation parameters; a hostile one could ask for files of
 # billions of cells. Bound the cells of one file (the default is at most 300 rows x 40 columns).
 MAX_CELLS_PER_FILE = 500_000
@@ -48,9 +66,11 @@ _SCHEMA = (
     " completion_tokens INTEGER NOT NULL,"
     " note TEXT NOT NULL)",
 )
-_COLUMNS = {
-    "meta": ["key", "value"],
-    "specs": ["seed", "status", "spec", "digest", "attempts", "prompt_tokens", "completion_tokens", "note"],
+# Everything sqlite_master may hold, as (type, name, table) -> SQL: two plain tables and meta's primary-key index.
+_MASTER: dict[tuple[str, str, str], str | None] = {
+    ("table", "meta", "meta"): _SCHEMA[0],
+    ("index", "sqlite_autoindex_meta_1", "meta"): None,
+    ("table", "specs", "specs"): _SCHEMA[1],
 }
 
 
@@ -102,6 +122,11 @@ class SpecPack:
         self.writable = writable
         self._db = connection
         self._lock = threading.Lock()
+        self._deadline = math.inf  # of the query running now (writes, which are ours, are not bounded)
+        connection.set_progress_handler(self._over_time, _PROGRESS_STEPS)
+
+    def _over_time(self) -> int:
+        return int(time.monotonic() > self._deadline)
 
     # -- opening --------------------------------------------------------------------------------------
     @classmethod
@@ -130,18 +155,31 @@ class SpecPack:
         target = Path(path)
         if not target.is_file():
             raise PackError(f"{target}: no such pack file")
+        try:
+            size = target.stat().st_size
+        except OSError as exc:
+            raise PackError(f"{target}: cannot read the pack ({exc.strerror or exc})") from None
+        if size > MAX_PACK_BYTES:
+            raise PackError(f"{target}: refused: the file is larger than {MAX_PACK_BYTES} bytes")
         journal = target.with_name(target.name + "-journal")
         try:
             if not writable and journal.exists() and os.access(target, os.W_OK):
                 # A writer was killed inside a transaction: its journal holds the pages to restore. A read-only
                 # connection cannot roll it back, so a writable one does (restoring the last committed state).
-                with contextlib.closing(cls._connect(target, "rw")) as db:
-                    db.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+                with contextlib.closing(cls(target, cls._connect(target, "rw"), writable=True)) as recovering:
+                    recovering._query("SELECT COUNT(*) FROM sqlite_master")
             db = cls._connect(target, "rw" if writable else "ro")
-            pack = cls(target, db, writable)
-            pack._check_schema()
+            if not writable:
+                db.execute("PRAGMA query_only = ON")
+                db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 4 * MAX_SPEC_BYTES)
         except sqlite3.Error as exc:
             raise PackError(f"{target}: not an sgfs spec pack ({exc})") from None
+        pack = cls(target, db, writable)
+        try:
+            pack._check_schema()
+        except BaseException:
+            pack.close()
+            raise
         return pack
 
     @staticmethod
@@ -155,10 +193,34 @@ class SpecPack:
         return db
 
     def _check_schema(self) -> None:
-        for table, columns in _COLUMNS.items():
-            found = [row[1] for row in self._db.execute(f"PRAGMA table_info({table})")]
-            if found != columns:
-                raise PackError(f"{self.path}: not an sgfs spec pack (table {table!r} missing or different)")
+        """Plain tables of exactly the expected schema, checked through sqlite_master before any query on the
+        data; then the bounds on rows and stored texts; then the format."""
+        found: dict[tuple[str, str, str], object] = {}
+        for kind, name, table, sql in self._query("SELECT type, name, tbl_name, sql FROM sqlite_master", bad="not"):
+            found[(str(kind), str(name), str(table))] = sql
+        for key, sql in _MASTER.items():
+            if key not in found or _normal(found[key]) != _normal(sql):
+                raise PackError(f"{self.path}: not an sgfs spec pack ({key[0]} {key[1]!r} missing or different)")
+        for kind, name, _ in sorted(set(found) - set(_MASTER)):
+            raise PackError(f"{self.path}: not an sgfs spec pack (unexpected {kind} {name!r})")
+        meta_rows, meta_bytes = self._query(
+            "SELECT COUNT(*), MAX(length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))) FROM meta"
+        )[0]
+        if meta_rows > MAX_META_ROWS or (meta_bytes or 0) > MAX_META_BYTES:
+            raise PackError(
+                f"{self.path}: refused: metadata exceeds {MAX_META_ROWS} keys or {MAX_META_BYTES} bytes per key"
+            )
+        rows, notes, fields = self._query(
+            "SELECT COUNT(*), MAX(length(CAST(note AS BLOB))),"
+            " MAX(MAX(length(CAST(status AS BLOB)), length(CAST(digest AS BLOB)))) FROM specs"
+        )[0]
+        if rows > MAX_PACK_SPECS:
+            raise PackError(f"{self.path}: refused: {rows} specs exceed {MAX_PACK_SPECS}")
+        if (notes or 0) > MAX_NOTE_BYTES or (fields or 0) > MAX_FIELD_BYTES:
+            raise PackError(
+                f"{self.path}: refused: a note exceeds {MAX_NOTE_BYTES} bytes, or a status or digest "
+                f"{MAX_FIELD_BYTES} bytes"
+            )
         meta = self.metadata
         if meta.get("format") != PACK_FORMAT:
             raise PackError(f"{self.path}: not an sgfs spec pack (format {meta.get('format')!r})")
@@ -178,12 +240,24 @@ class SpecPack:
         self.close()
 
     # -- reading --------------------------------------------------------------------------------------
-    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+    def _query(
+        self, sql: str, args: tuple[object, ...] = (), *, bad: str = "cannot read", where: str = ""
+    ) -> list[tuple[Any, ...]]:
+        """Rows of one read, aborted past :data:`MAX_QUERY_SECONDS`; any SQLite error is one PackError."""
         with self._lock:
+            self._deadline = time.monotonic() + MAX_QUERY_SECONDS
             try:
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
-                raise PackError(f"{self.path}: cannot read the pack ({exc})") from None
+                where = where or str(self.path)
+                if self._over_time():
+                    raise PackError(f"{where}: refused: a read took longer than {MAX_QUERY_SECONDS:g} s") from None
+                what = "not an sgfs spec pack" if bad == "not" else "cannot read the pack"
+                reason = " ".join(str(exc).split())  # one line, and short: SQLite may quote the stored text
+                reason = reason if len(reason) <= 160 else reason[:160] + "..."
+                raise PackError(f"{where}: {what} ({reason})") from None
+            finally:
+                self._deadline = math.inf
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -191,7 +265,7 @@ class SpecPack:
         for key, value in self._query("SELECT key, value FROM meta ORDER BY key"):
             try:
                 out[str(key)] = json.loads(value)
-            except (TypeError, json.JSONDecodeError):
+            except (TypeError, ValueError, RecursionError):  # ValueError: JSONDecodeError, int's digit limit
                 raise PackError(f"{self.path}: metadata {key!r} is not valid JSON") from None
         return out
 
@@ -233,11 +307,20 @@ class SpecPack:
 
     def spec(self, seed: int) -> Spec:
         """The validated spec of ``seed``; :class:`PackError` names the seed and field of any problem."""
-        rows = self._query("SELECT spec, digest FROM specs WHERE seed = ?", (seed,))
+        where = f"{self.path}: seed {seed}"
+        # Type and length first, the text itself only when it is within bounds.
+        rows = self._query(
+            "SELECT typeof(spec), length(CAST(spec AS BLOB)) FROM specs WHERE seed = ?", (seed,), where=where
+        )
+        if not rows:
+            raise SeedNotInPack(f"seed {seed} is not in pack {self.path}")
+        kind, length = rows[0]
+        if kind != "text" or not isinstance(length, int) or length > MAX_SPEC_BYTES:
+            raise PackError(f"{where}: the stored spec is not text or is larger than {MAX_SPEC_BYTES} bytes")
+        rows = self._query("SELECT spec, digest FROM specs WHERE seed = ?", (seed,), where=where)
         if not rows:
             raise SeedNotInPack(f"seed {seed} is not in pack {self.path}")
         text, digest = rows[0]
-        where = f"{self.path}: seed {seed}"
         if not isinstance(text, str) or len(text) > MAX_SPEC_BYTES:
             raise PackError(f"{where}: the stored spec is not text or is larger than {MAX_SPEC_BYTES} bytes")
         if spec_digest(text) != digest:
@@ -300,6 +383,11 @@ class SpecPack:
     def set_metadata(self, key: str, value: Any) -> None:
         with self._lock, _transaction(self._db):
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True)))
+
+
+def _normal(sql: object) -> object:
+    """SQL text with runs of white space made one space (as a CREATE statement is stored); other values as is."""
+    return " ".join(sql.split()) if isinstance(sql, str) else sql
 
 
 class _transaction:

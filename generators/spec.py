@@ -38,10 +38,15 @@ JOINERS = ("-", "_")
 VALUE_STYLES = ("{name}={val}", "{name}_{val}", "{name}-{val}", "{name}{val}", "{val}")
 # strftime-like formats, rendered by our own code (no locale, no time zone).
 DATE_FORMATS = ("%Y-%m-%d", "%Y%m%d", "%Y_%m_%d", "%d%b%Y")
-COLUMN_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-PATH_TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.]{0,23}$")
-RESEARCHER_RE = re.compile(r"^[A-Za-z][A-Za-z.]{0,23}$")
-CATEGORY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._+-]{0,31}$")
+# Matched whole (``fullmatch``, and ``\Z`` rather than ``$``, which also matches before a final newline).
+COLUMN_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+PATH_TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.]{0,23}\Z")
+RESEARCHER_RE = re.compile(r"[A-Za-z][A-Za-z.]{0,23}\Z")
+CATEGORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+-]{0,31}\Z")
+REPO_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}\Z")
+PREFIX_RE = re.compile(r"[A-Z]{0,6}\Z")
+# A spec's JSON text is refused past this many characters before it is parsed.
+MAX_SPEC_TEXT = 1 << 20
 MAX_TEXT = 20_000
 # Strings that pandas and other readers turn into missing values or booleans by default: a category with
 # one of these names would silently change what an agent reads.
@@ -310,7 +315,7 @@ def _text(value: object, where: str, *, pattern: re.Pattern[str] | None = None, 
         raise SpecError(f"{where}: must not be empty")
     if len(value) > MAX_TEXT:
         raise SpecError(f"{where}: longer than {MAX_TEXT} characters")
-    if any(ch in value for ch in "\x00\r") or (pattern is not None and not pattern.match(value)):
+    if any(ch in value for ch in "\x00\r") or (pattern is not None and pattern.fullmatch(value) is None):
         raise SpecError(f"{where}: invalid value {value[:60]!r}")
     return value
 
@@ -346,12 +351,26 @@ def _one_line(value: str, where: str) -> str:
 
 
 def from_json(text: str) -> Spec:
-    """Parse and validate a spec; one :class:`SpecError` names the first problem."""
+    """Parse and validate a spec; one :class:`SpecError` names the first problem.
+
+    Whatever the text holds (integers of thousands of digits, nesting thousands deep, NaN, huge strings), the
+    outcome is a spec or one :class:`SpecError`, never another exception."""
+    if not isinstance(text, str):
+        raise SpecError("not valid JSON: expected text")
+    if len(text) > MAX_SPEC_TEXT:
+        raise SpecError(f"longer than {MAX_SPEC_TEXT} characters")
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SpecError(f"not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, and ValueError of int's digit limit
+        raise SpecError(f"not valid JSON: {_first_line(exc)}") from None
+    except MemoryError:
+        raise SpecError("not valid JSON: too large to parse") from None
     return from_dict(data)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:200] if lines else type(exc).__name__
 
 
 def from_dict(data: object) -> Spec:
@@ -375,7 +394,7 @@ def from_dict(data: object) -> Spec:
     )
     project = Project(
         title=_one_line(proj.text("title"), proj.at("title")),
-        repo_name=proj.text("repo_name", pattern=re.compile(r"^[a-z0-9][a-z0-9_-]{0,79}$")),
+        repo_name=proj.text("repo_name", pattern=REPO_NAME_RE),
         description=description,
         abstract=proj.text("abstract"),
     )
@@ -503,7 +522,7 @@ def _variable(data: object, where: str) -> Variable:
         expression=expression,
         noise_sd=r.number("noise_sd"),
         bounds=(bounds[0], bounds[1]),
-        prefix=r.text("prefix", empty=True, pattern=re.compile(r"^[A-Z]{0,6}$")),
+        prefix=r.text("prefix", empty=True, pattern=PREFIX_RE),
     )
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from generators import MAX_SEED, Repository, SpecError, build_spec
-from generators.packs import PackError, PackRepositories, SeedNotInPack, SpecPack
+from generators.packs import MAX_SPEC_BYTES, PackError, PackRepositories, SeedNotInPack, SpecPack, check_untrusted
 from generators.spec import from_json
 from sgfs.errors import SgfsError
 
@@ -58,12 +57,19 @@ def format_seed_list(seeds: Sequence[int]) -> str:
 
 
 def load_spec_file(path: str) -> Repository:
+    """A spec JSON file, held to the limits of a pack's specs: its size is checked before it is read."""
     try:
-        text = Path(path).read_text("utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SPEC_BYTES + 1)
+        if len(raw) > MAX_SPEC_BYTES:
+            raise SgfsError(f"invalid spec file {path}: larger than {MAX_SPEC_BYTES} bytes")
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SgfsError(f"cannot read spec file {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        return Repository(from_json(text))
+        spec = from_json(text)
+        check_untrusted(spec)
+        return Repository(spec)
     except SpecError as exc:
         raise SgfsError(f"invalid spec file {path}: {exc}") from None
 

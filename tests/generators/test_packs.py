@@ -10,13 +10,15 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import generators
-from generators import build_spec
+from generators import build_spec, packs
 from generators.llm.base import ChatRequest, Completion, Sampling
 from generators.llm.pipeline import BuildOptions, build, build_metadata, open_for_build
 from generators.llm.procedural import ProceduralBackend
@@ -374,3 +376,153 @@ def test_a_pack_that_cannot_be_created_is_a_pack_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(PackError, match="cannot create the pack"):
         SpecPack.create(blocker / "specs.sgfspack", {})
+
+
+# -- hostile pack files: refused at open, one line, never a hang or a traceback ----------------------------
+RECURSIVE_VIEW = (
+    "CREATE VIEW specs AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)"
+    " SELECT x AS seed, 'added' AS status, '' AS spec, '' AS digest, 0 AS attempts, 0 AS prompt_tokens,"
+    " 0 AS completion_tokens, '' AS note FROM n"
+)
+SCHEMA_EDITS = {
+    "recursive view": ("DROP TABLE specs", RECURSIVE_VIEW),
+    "extra column": ("ALTER TABLE specs ADD COLUMN extra TEXT",),
+    "other type": (
+        "ALTER TABLE specs RENAME TO old",
+        "CREATE TABLE specs (seed INTEGER PRIMARY KEY, status TEXT NOT NULL, spec BLOB NOT NULL, digest TEXT NOT"
+        " NULL, attempts INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,"
+        " note TEXT NOT NULL)",
+        "INSERT INTO specs SELECT * FROM old",
+        "DROP TABLE old",
+    ),
+    "trigger": ("CREATE TRIGGER t AFTER UPDATE ON meta BEGIN DELETE FROM specs; END",),
+    "extra view": ("CREATE VIEW v AS SELECT * FROM specs",),
+    "extra index": ("CREATE INDEX i ON specs (status)",),
+    "meta view": ("DROP TABLE meta", "CREATE VIEW meta AS SELECT 'format' AS key, '1' AS value"),
+}
+
+
+def edited_pack(tmp_path: Path, *statements: str) -> Path:
+    path = procedural_pack(tmp_path / "p.sgfspack", "1-2")
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+    return path
+
+
+@pytest.mark.parametrize("edit", list(SCHEMA_EDITS))
+def test_a_pack_that_is_not_plain_tables_of_the_schema_is_refused_at_open(tmp_path: Path, edit: str) -> None:
+    path = edited_pack(tmp_path, *SCHEMA_EDITS[edit])
+    with pytest.raises(PackError, match="not an sgfs spec pack"):
+        SpecPack.open(path)
+    with pytest.raises(PackError, match="not an sgfs spec pack"):
+        SpecPack.open(path, writable=True)
+
+
+def test_a_recursive_view_hangs_no_command(tmp_path: Path) -> None:
+    """Once `specs verify`, `cat` and `mount` ran the view forever; now each refuses the pack in one line."""
+    path = edited_pack(tmp_path, *SCHEMA_EDITS["recursive view"])
+    (tmp_path / "mnt").mkdir()
+    for command in (
+        ("specs", "verify", path),
+        ("specs", "ls", path),
+        ("cat", 1, "README.md", "--specs", path),
+        ("mount", tmp_path / "mnt", "--specs", path),
+    ):
+        line = one_line_error(sgfs(*command, timeout=60))
+        assert "view 'specs'" in line or "table 'specs'" in line, line
+
+
+def test_size_limits_are_checked_before_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = procedural_pack(tmp_path / "p.sgfspack", "1-3")
+    monkeypatch.setattr(packs, "MAX_PACK_BYTES", path.stat().st_size - 1)
+    with pytest.raises(PackError, match="larger than"):
+        SpecPack.open(path)
+    monkeypatch.undo()
+    monkeypatch.setattr(packs, "MAX_PACK_SPECS", 2)
+    with pytest.raises(PackError, match="3 specs exceed 2"):
+        SpecPack.open(path)
+    monkeypatch.undo()
+    tamper(path, "UPDATE specs SET note = ? WHERE seed = 2", "n" * (packs.MAX_NOTE_BYTES + 1))
+    with pytest.raises(PackError, match="a note exceeds"):
+        SpecPack.open(path)
+    tamper(path, "UPDATE specs SET note = '' WHERE seed = 2")
+    tamper(path, "INSERT INTO meta VALUES ('big', ?)", json.dumps("m" * packs.MAX_META_BYTES))
+    with pytest.raises(PackError, match="metadata exceeds"):
+        SpecPack.open(path)
+    tamper(path, "DELETE FROM meta WHERE key = 'big'")
+    # A stored spec past the limit is refused from its length, before its text is fetched or parsed.
+    text = "x" * (packs.MAX_SPEC_BYTES + 1)
+    put_raw(path, 3, text)
+    with SpecPack.open(path) as pack:
+        with pytest.raises(PackError, match="seed 3: the stored spec is not text or is larger"):
+            pack.spec(3)
+        assert pack.spec(1) == build_spec(1)
+    tamper(path, "UPDATE specs SET spec = CAST(spec AS BLOB) WHERE seed = 1")
+    with SpecPack.open(path) as pack, pytest.raises(PackError, match="seed 1: the stored spec is not text"):
+        pack.spec(1)
+
+
+def test_reads_are_read_only_and_bounded_in_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = procedural_pack(tmp_path / "p.sgfspack", "1")
+    with SpecPack.open(path) as pack:
+        with pytest.raises(PackError, match="cannot read the pack"):
+            pack._query("DELETE FROM specs")
+        assert pack.seeds() == [1]
+        assert pack._db.execute("PRAGMA query_only").fetchone() == (1,)
+        monkeypatch.setattr(packs, "MAX_QUERY_SECONDS", 0.2)
+        endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT COUNT(*) FROM n"
+        started = time.monotonic()
+        with pytest.raises(PackError, match=r"took longer than 0\.2 s"):
+            pack._query(endless)
+        assert time.monotonic() - started < 10
+        assert pack.seeds() == [1], "the next read is bounded afresh"
+
+
+HOSTILE_SPEC_TEXTS: dict[str, Callable[[str], str]] = {
+    "5001-digit integer": lambda t: t.replace('"format_version": 1', '"format_version": ' + "1" * 5001, 1),
+    "nesting 100000 deep": lambda t: "[" * 100_000 + "]" * 100_000,
+    "nesting 5000 deep": lambda t: t.replace('"seq_count": ', '"seq_count": ' + "[" * 5000 + "]" * 5000 + ', "x": ', 1),
+    "NaN": lambda t: t.replace('"rows_mean": ', '"rows_mean": NaN, "y": ', 1),
+    "Infinity": lambda t: t.replace('"rows_sd": ', '"rows_sd": Infinity, "y": ', 1),
+    "wrong type": lambda t: t.replace('"variables": [', '"variables": {"a": [', 1),
+    "huge string": lambda t: t.replace('"abstract": "', '"abstract": "' + "a" * (2 << 20), 1),
+    "not utf-8 text": lambda t: t.replace('"plan": "', '"plan": "\udcff', 1),
+    "not an object": lambda t: "[1, 2, 3]",
+}
+
+
+@pytest.mark.parametrize("label", list(HOSTILE_SPEC_TEXTS))
+def test_hostile_inputs_are_one_line_refusals_of_the_real_cli(tmp_path: Path, label: str) -> None:
+    """Every input a pack or a spec file can carry: the real `sgfs` in a child exits 2 with one line."""
+    seed = 2
+    hostile = HOSTILE_SPEC_TEXTS[label](build_spec(seed).to_json())
+    pack = procedural_pack(tmp_path / "p.sgfspack", "1-2")
+    stored = hostile.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if label == "not utf-8 text":
+        tamper(
+            pack,
+            "UPDATE specs SET spec = CAST(? AS TEXT), digest = ? WHERE seed = 2",
+            hostile.encode("utf-8", "surrogatepass"),
+            spec_digest(stored),
+        )
+    else:
+        put_raw(pack, seed, hostile)
+    assert f"seed {seed}" in one_line_error(sgfs("digest", seed, "--specs", pack))
+    spec_file = tmp_path / "s.json"
+    spec_file.write_bytes(hostile.encode("utf-8", "surrogatepass"))
+    assert "spec file" in one_line_error(sgfs("tree", spec_file))
+    assert "spec file" in one_line_error(sgfs("specs", "add", tmp_path / "q.sgfspack", spec_file))
+
+
+@pytest.mark.parametrize(
+    "value", ["1" * 5001, "[" * 100_000 + "]" * 100_000, '"' + "x" * (1 << 17) + '"'], ids=["digits", "deep", "huge"]
+)
+def test_hostile_metadata_is_a_one_line_refusal(tmp_path: Path, value: str) -> None:
+    pack = procedural_pack(tmp_path / "p.sgfspack", "1")
+    tamper(pack, "INSERT INTO meta VALUES ('hostile', ?)", value)
+    assert "p.sgfspack" in one_line_error(sgfs("specs", "ls", pack))
+    with pytest.raises(PackError):
+        SpecPack.open(pack)

@@ -152,3 +152,65 @@ def test_spec_file_with_many_seeds_round_trips() -> None:
     for seed in range(30, 60):
         spec = repo(seed).spec
         assert from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+def _with(seed: int, edit: Callable[[dict[str, Any]], None]) -> str:
+    data = json.loads(repo(seed).spec.to_json())
+    edit(data)
+    return json.dumps(data)
+
+
+def _set_path_value(data: dict[str, Any]) -> None:
+    strings = next(pv for pv in data["path_variables"] if isinstance(pv["values"][0], str))
+    strings["values"][0] += "\n"
+
+
+NAME_FIELDS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("variables[0].column", lambda d: d["variables"][0].__setitem__("column", d["variables"][0]["column"] + "\n")),
+    ("project.repo_name", lambda d: d["project"].__setitem__("repo_name", d["project"]["repo_name"] + "\n")),
+    ("researchers[0]", lambda d: d["researchers"].__setitem__(0, d["researchers"][0] + "\n")),
+    ("path_variables[", _set_path_value),
+    ("path_variables[0].column", lambda d: d["path_variables"][0].__setitem__("column", "x\n")),
+    ("template.components[0][0]", lambda d: d["template"]["components"][0].__setitem__(0, "researcher\n")),
+    (
+        "categories[0]",
+        lambda d: d["variables"][_independent_index(d, "categorical")]["categories"].__setitem__(0, "group\n"),
+    ),
+    ("variables[0].prefix", lambda d: d["variables"][0].__setitem__("prefix", "P\n")),
+]
+
+
+@pytest.mark.parametrize(("field", "edit"), NAME_FIELDS, ids=[f[0] for f in NAME_FIELDS])
+def test_a_trailing_newline_never_passes_name_validation(field: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Names are matched whole: ``re.match(r"...$")`` would accept "name\\n" ($ matches before a final newline)."""
+    seed = next(
+        s
+        for s in range(200)
+        if repo(s).spec.researchers
+        and repo(s).spec.variables[0].prefix
+        and any(not pv.numeric for pv in repo(s).spec.path_variables)
+        and any(v.role == "independent" and v.type == "categorical" for v in repo(s).spec.variables)
+    )
+    with pytest.raises(SpecError, match="invalid value") as caught:
+        from_json(_with(seed, edit))
+    assert field in str(caught.value)
+
+
+HOSTILE_TEXTS: list[tuple[str, str]] = [
+    ("5001-digit integer", '{"format_version": 1, "seed": ' + "9" * 5001 + "}"),
+    ("5001-digit integer deep inside", json.dumps({"format_version": 1, "x": 0}).replace("0}", "7" * 5001 + "}")),
+    ("nesting 5000 deep", '{"format_version": 1, "seed": ' + "[" * 5000 + "]" * 5000 + "}"),
+    ("nesting 100000 deep", "{" + '"a":{' * 100_000 + "}" * 100_001),
+    ("a huge string", json.dumps({"format_version": 1, "seed": 1, "x": "y" * (3 << 20)})),
+    ("NaN seed", '{"format_version": 1, "seed": NaN}'),
+    ("Infinity version", '{"format_version": Infinity}'),
+    ("a list", "[1, 2]"),
+]
+
+
+@pytest.mark.parametrize("text", [t for _, t in HOSTILE_TEXTS], ids=[label for label, _ in HOSTILE_TEXTS])
+def test_hostile_json_is_one_spec_error(text: str) -> None:
+    """Whatever the text holds, from_json gives a spec or one SpecError of one line, never another exception."""
+    with pytest.raises(SpecError) as caught:
+        from_json(text)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 400

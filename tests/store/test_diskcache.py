@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sgfs.store.diskcache import INDEX_NAME, DiskCache, default_cache_dir, repository_key
+import generators
+from sgfs.store.diskcache import INDEX_NAME, DiskCache, default_cache_dir, read_through, repository_key
 from sgfs.store.source import MIB, MountSource
 from tests.helpers import at_hand, data_files, entry_files, repo, small_seeds
 
@@ -178,3 +179,38 @@ def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
         t.join()
     assert errors == []
     assert not [p for p in tmp_path.rglob(".tmp-*")], "no temporary file is left behind"
+
+
+def test_swapped_or_copied_entries_are_never_served(tmp_path: Path) -> None:
+    """Every entry carries its key (generator version, repository, path) inside its checksummed header: an entry
+    file swapped with another's, or copied over it, is refused and regenerated, never served as the other path."""
+    seed = small_seeds()["csv"][0]
+    truth = generators.repository(seed)
+    first, second = data_files(truth)[:2]
+    expected = {first: truth.read(first), second: truth.read(second)}
+    assert expected[first] != expected[second]
+    cache = DiskCache(tmp_path, 64 * MIB)
+    for path in (first, second):
+        read_through(cache, truth, path)
+    key = repository_key(seed, truth.spec)
+    a, b = (cache._entry_path(key, path) for path in (first, second))
+    raw_a, raw_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(raw_b)
+    b.write_bytes(raw_a)
+    fresh = DiskCache(tmp_path, 64 * MIB)
+    assert fresh.content(key, first) is None and fresh.content(key, second) is None
+    for path in (first, second):
+        assert read_through(fresh, truth, path) == expected[path]
+        assert read_through(fresh, truth, path) == expected[path]  # regenerated, and stored under its own key
+    # Copied into another repository's folder (same path): refused there too.
+    other = repository_key(seed + 1, generators.repository(seed + 1).spec)
+    (fresh.root / other).mkdir()
+    (fresh.root / other / a.name).write_bytes(a.read_bytes())
+    assert fresh.content(other, first) is None
+    # A size index copied from another repository is not believed either.
+    (fresh.root / other / INDEX_NAME).write_bytes((fresh.root / key / INDEX_NAME).read_bytes())
+    assert DiskCache(tmp_path, 64 * MIB).index_sizes(other, [first, second]) == [None, None]
+    assert DiskCache(tmp_path, 64 * MIB).index_sizes(key, [first, second]) == [
+        len(expected[first]),
+        len(expected[second]),
+    ]
