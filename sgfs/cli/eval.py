@@ -13,6 +13,9 @@ from sgfs.errors import SgfsError
 from sgfs.store.repositories import parse_seed_list
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from qa.result_record import ResultRecord
     from sgfs.eval.summary import RunSummary
 
 EVAL_HELP = f"""Run the agent CMD on every question of the repositories SEEDS (or of --questions FILE), grade
@@ -20,8 +23,10 @@ the answers like `sgfs grade`, record what each agent read, and write DIR/result
 DIR/run.json and DIR/report/.
 
 CMD is a shell command run once per question in the repository's directory on the mount, the prompt on stdin;
-{{prompt_file}}, {{repo}}, {{question_id}} and {{answer_file}} in it are replaced (shell-quoted). Protocol:
-docs/eval.md. Exit codes: 0 done, 1 the gate failed or an output could not be written, 2 bad input.
+{{prompt_file}}, {{repo}}, {{question_id}} and {{answer_file}} in it are replaced (shell-quoted), and relative
+paths in it (./my-agent, scripts/agent.py) are those of your directory. Protocol: docs/eval.md. Exit codes:
+0 done, 1 the gate failed, no agent finished (all crashed or timed out) or an output could not be written,
+2 bad input.
 
 {
     examples(
@@ -109,8 +114,21 @@ def eval_command(
     summary, records = run_eval(config)
     click.echo(_one_line(summary, config.out), err=True)
     report_dir = None if no_report else config.out / "report"
-    gate = Gate(min_accuracy, max_drop)
+    failed = _all_failed(records)
+    gate = Gate() if failed else Gate(min_accuracy, max_drop)
     finish(records, summary, [run_info(config.out)], base, gate, junit_file, report_dir)
+    if failed:
+        raise SgfsError(failed, exit_code=1)
+
+
+def _all_failed(records: Sequence[ResultRecord]) -> str | None:
+    """The one line for a run in which no agent finished (every item a crash or a timeout), else None: such a
+    run measures the agent command, not the agent, and must not pass silently."""
+    failures = {name: sum(r.status == name for r in records) for name in ("crash", "timeout")}
+    if not records or sum(failures.values()) < len(records):
+        return None
+    counts = ", ".join(f"{count} {name}" for name, count in failures.items() if count)
+    return f"no agent finished: {counts} of {len(records)} items (see stderr_tail in results.jsonl)"
 
 
 def _one_line(summary: RunSummary, out: Path) -> str:

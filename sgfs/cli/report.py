@@ -10,8 +10,9 @@ from sgfs.cli.options import examples
 from sgfs.errors import SgfsError
 
 REPORT_HELP = f"""Write REPORT/report.md, REPORT/report.html and PNG plots from one or more run directories of
-`sgfs eval` or Inspect AI logs (.eval/.json) of the sgfs/infinite_science task (shards merge into one report).
-Exit 1 when a gate fails or the report cannot be written.
+`sgfs eval` or Inspect AI logs (.eval/.json) of the sgfs/infinite_science task. The shards of one run merge into
+one report; records of different runs, or a record given twice, are refused. --baseline compares the questions
+both runs hold. Exit 1 when a gate fails or the report cannot be written, 2 on bad input.
 
 {
     examples(
@@ -26,7 +27,7 @@ Exit 1 when a gate fails or the report cannot be written.
 @click.command("report", help=REPORT_HELP)
 @click.argument("dirs", nargs=-1, required=True, metavar="DIR [DIR ...]")
 @click.option("--out", "out", required=True, metavar="REPORT", help="Directory for the report.")
-@click.option("--baseline", metavar="DIR", help="An earlier run: per-type differences and flipped questions.")
+@click.option("--baseline", metavar="DIR", help="An earlier run, compared on the questions both hold.")
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Gate: exit 1 below this accuracy.")
 @click.option("--max-drop", type=click.FloatRange(0, 1), help="Gate: exit 1 when accuracy drops more than this.")
 @click.option("--junit", "junit_file", metavar="FILE", help="Write JUnit XML, one test case per question.")

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import click
+
 from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval.gate import Gate, check_gate
@@ -24,6 +26,37 @@ class Baseline:
     def load(cls, name: str | None) -> Baseline | None:
         return None if name is None else cls(name, load_results([name]))
 
+    def compare(self, records: Sequence[ResultRecord]) -> Comparison:
+        """Both runs restricted to the items (id, variant) they share; an SgfsError when they share none."""
+        mine = {record.key for record in records}
+        shared = mine & {record.key for record in self.runs.records}
+        if not shared:
+            raise SgfsError(f"the baseline {self.name} shares no question with this run: nothing to compare")
+        return Comparison(
+            self.name,
+            [r for r in records if r.key in shared],
+            [r for r in self.runs.records if r.key in shared],
+            len(records),
+            len(self.runs.records),
+        )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A run and its baseline on the items both hold (``mine`` and ``theirs``, same keys), and their totals."""
+
+    name: str
+    mine: list[ResultRecord]
+    theirs: list[ResultRecord]
+    run_total: int
+    baseline_total: int
+
+    def line(self) -> str:
+        return (
+            f"compared with the baseline {self.name} on the {len(self.mine)} items both runs hold "
+            f"(of {self.run_total} in this run, {self.baseline_total} in the baseline)"
+        )
+
 
 def finish(
     records: Sequence[ResultRecord],
@@ -36,7 +69,10 @@ def finish(
 ) -> None:
     """Writes ``junit_file`` and the report in ``report_dir`` (each when given), then applies the gate: an
     SgfsError with exit code 1 when it fails. ``summary`` is that of ``records``; ``runs`` what the report says
-    of the runs they come from."""
+    of the runs they come from. The baseline is compared on the items both runs hold (said on stderr)."""
+    comparison = None if baseline is None else baseline.compare(records)
+    if comparison is not None:
+        click.echo(f"sgfs: {comparison.line()}", err=True)
     if junit_file is not None:
         from sgfs.eval.junit import write_junit
 
@@ -47,9 +83,12 @@ def finish(
     if report_dir is not None:
         from sgfs.eval.report import write_report
 
-        base_runs = None if baseline is None else baseline.runs
-        write_report(report_dir, records, summary, runs, base_runs, None if baseline is None else baseline.name)
-    base_summary = None if baseline is None else summarize_records(baseline.runs.records)
-    reason = check_gate(summary, gate, base_summary)
+        write_report(report_dir, records, summary, runs, comparison)
+    if comparison is None:
+        reason = check_gate(summary, gate, None)
+    else:  # the drop is measured on the shared items; the minimum accuracy on the whole run
+        reason = check_gate(summary, Gate(gate.min_accuracy), None) or check_gate(
+            summarize_records(comparison.mine), Gate(None, gate.max_drop), summarize_records(comparison.theirs)
+        )
     if reason is not None:
         raise SgfsError(reason, exit_code=1)

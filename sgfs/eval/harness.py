@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from qa.records import AskedQuestion, QuestionSource
 from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval.mount import RunMount, private_mount, user_mount
-from sgfs.eval.protocol import check_agent
+from sgfs.eval.protocol import check_agent, resolve_relative
 from sgfs.eval.questions import digest, load_questions, select_shard
 from sgfs.eval.results import (
     RESULTS,
@@ -57,7 +58,8 @@ class EvalConfig:
     quiet: bool
 
 
-def load_items(config: EvalConfig) -> list[AskedQuestion]:
+def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
+    """The items of this run (its shard) and the digest of every item of the whole run, before sharding."""
     source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
     if config.questions_file is not None:
         items = load_questions(source, config.variant)
@@ -65,13 +67,14 @@ def load_items(config: EvalConfig) -> list[AskedQuestion]:
         with _progress(config.quiet or not sys.stderr.isatty()) as progress:
             task = progress.add_task("generating questions", total=len(source.seeds), accuracy="")
             items = load_questions(source, config.variant, lambda: progress.advance(task))
+    run_digest = digest(items)
     items = select_shard(items, config.shard)
     if not items:
         raise SgfsError("no questions in this shard")
-    return items
+    return items, run_digest
 
 
-def describe(config: EvalConfig, items: list[AskedQuestion]) -> RunDescription:
+def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) -> RunDescription:
     try:
         sgfs_version = version("sgfs")
     except PackageNotFoundError:
@@ -85,6 +88,7 @@ def describe(config: EvalConfig, items: list[AskedQuestion]) -> RunDescription:
         sgfs_version=sgfs_version,
         agent=config.agent,
         questions_digest=digest(items),
+        run_digest=run_digest,
         questions=len(items),
         source=source,
         variant=config.variant,
@@ -95,9 +99,11 @@ def describe(config: EvalConfig, items: list[AskedQuestion]) -> RunDescription:
     )
 
 
-def prepare_directory(config: EvalConfig, items: list[AskedQuestion]) -> tuple[RunDescription, list[ResultRecord]]:
+def prepare_directory(
+    config: EvalConfig, items: list[AskedQuestion], run_digest: str
+) -> tuple[RunDescription, list[ResultRecord]]:
     """run.json for this run and the records already there (with --resume); refuses a foreign DIR."""
-    meta = describe(config, items)
+    meta = describe(config, items, run_digest)
     out = config.out
     if out.exists() and not out.is_dir():
         raise SgfsError(f"--out {out} is not a directory")
@@ -148,8 +154,8 @@ def _progress(quiet: bool) -> Progress:
 def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     """Run what is missing, write results, summary and run.json; the summary and every record, in item order."""
     check_agent(config.agent)
-    items = load_items(config)
-    meta, done = prepare_directory(config, items)
+    items, run_digest = load_items(config)
+    meta, done = prepare_directory(config, items, run_digest)
     wanted = {item.key for item in items}
     records = [r for r in done if r.key in wanted]
     finished = {r.key for r in records}
@@ -172,7 +178,9 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
                     )
             reader = AuditReader(mount.audit_file) if mount.audit_file else None
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgfs-eval-work-")))
-            runner = Runner(RunSettings(config.agent, mount.path, config.timeout_s, workdir, reader))
+            # Relative paths in the command are the caller's: the agent itself runs in the repository.
+            command = resolve_relative(config.agent, os.getcwd())
+            runner = Runner(RunSettings(command, mount.path, config.timeout_s, workdir, reader))
             writer = ResultsWriter(config.out / RESULTS)
             stack.callback(writer.close)
             progress = stack.enter_context(_progress(config.quiet or not sys.stderr.isatty()))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -40,6 +43,31 @@ def command_line(template: str, values: dict[str, str]) -> str:
     for name in PLACEHOLDERS:
         line = line.replace("{" + name + "}", shlex.quote(values[name]))
     return line
+
+
+# A plain shell word (no quotes, expansions or operators) that contains a slash: a path.
+_PATH_WORD = re.compile(r"(?<![^\s;&|()<>])([\w.+@%,=:~-]*/[\w./+@%,:~-]*)(?![^\s;&|()<>])")
+
+
+def resolve_relative(template: str, caller_dir: str) -> str:
+    """The command with each relative path in it (a plain word containing ``/``, like ``./my-agent`` or
+    ``scripts/openai_agent.py``) that names an existing file or directory of ``caller_dir`` made absolute: the
+    agent runs in the repository, but its command was written where the caller stands."""
+
+    def absolute(match: re.Match[str]) -> str:
+        word = match.group(1)
+        prefix = ""
+        if "=" in word.split("/", 1)[0]:  # VAR=path
+            prefix, _, word = word.partition("=")
+            prefix += "="
+        if not word or word.startswith(("/", "~", "-")) or "{" in word:
+            return match.group(0)
+        path = os.path.normpath(os.path.join(caller_dir, word))
+        if not os.path.exists(path):
+            return match.group(0)
+        return prefix + shlex.quote(path)
+
+    return _PATH_WORD.sub(absolute, template)
 
 
 def check_agent(template: str) -> None:
@@ -77,14 +105,44 @@ def _count(value: Any) -> int | None:
     return int(value) if value >= 0 else None
 
 
-def read_answer(answer_file: str, stdout: str) -> AgentAnswer:
-    """The answer file when the agent wrote one (plain text, or JSON with answer/usage/tool_calls), else stdout."""
-    text: str | None = None
+class AnswerFileError(Exception):
+    """The answer file is there but is not a regular file the harness may read (a FIFO, a link, a device...)."""
+
+
+def read_answer_file(answer_file: str) -> str | None:
+    """The text of the answer file (its first MAX_ANSWER_BYTES), None when the agent wrote none. Never blocks and
+    never follows a link: anything but a regular file is an AnswerFileError."""
     try:
-        with open(answer_file, "rb") as handle:
-            text = handle.read(MAX_ANSWER_BYTES).decode("utf-8", "replace")
-    except OSError:
-        text = None
+        fd = os.open(answer_file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise AnswerFileError("the answer file is a symbolic link") from None
+        raise AnswerFileError(f"cannot read the answer file: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise AnswerFileError(f"the answer file is not a regular file (mode {stat.filemode(mode)})")
+        chunks: list[bytes] = []
+        left = MAX_ANSWER_BYTES
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
+    except OSError as exc:
+        raise AnswerFileError(f"cannot read the answer file: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_answer(answer_file: str, stdout: str) -> AgentAnswer:
+    """The answer file when the agent wrote one (plain text, or JSON with answer/usage/tool_calls), else stdout.
+    An answer file that is not a regular file is an AnswerFileError."""
+    text = read_answer_file(answer_file)
     if text is None:
         return AgentAnswer(extract_answer(stdout), None, None, not stdout.strip())
     try:

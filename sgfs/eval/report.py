@@ -6,13 +6,17 @@ import base64
 import html
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval import plots
-from sgfs.eval.results import LoadedRuns, RunInfo
+from sgfs.eval.results import RunInfo
 from sgfs.eval.stats import newcombe, wilson
 from sgfs.eval.summary import RunSummary
+
+if TYPE_CHECKING:
+    from sgfs.eval.finish import Comparison
 
 GROUPS: dict[str, Callable[[ResultRecord], str]] = {
     "category": lambda record: record.category,
@@ -73,8 +77,7 @@ def build_markdown(
     records: Sequence[ResultRecord],
     summary: RunSummary,
     runs: Sequence[RunInfo],
-    baseline: LoadedRuns | None,
-    baseline_name: str | None,
+    baseline: Comparison | None,
 ) -> str:
     """The report as markdown; the plots it shows are drawn by ``draw``."""
     agents = sorted({run.agent for run in runs if run.agent is not None})
@@ -122,13 +125,15 @@ def build_markdown(
     lines += ["", f"Statuses: {', '.join(f'{k} {v}' for k, v in summary.statuses.items())}.", ""]
     lines += ["![distributions](distributions.png)", ""]
     if baseline is not None:
-        lines += _baseline_section(records, baseline, baseline_name or "baseline")
+        lines += _baseline_section(baseline)
     return "\n".join(lines) + "\n"
 
 
-def _baseline_section(records: Sequence[ResultRecord], baseline: LoadedRuns, name: str) -> list[str]:
-    base = baseline.records
-    lines = [f"## Against the baseline ({name})", ""]
+def _baseline_section(baseline: Comparison) -> list[str]:
+    records, base = baseline.mine, baseline.theirs
+    lines = [f"## Against the baseline ({baseline.name})", "", f"Compared on the {len(records)} items both runs "
+             f"hold ({baseline.run_total} in this run, {baseline.baseline_total} in the baseline); the rest is "
+             "not compared.", ""]  # fmt: skip
     mine, theirs = _groups(records, "type"), _groups(base, "type")
     rows = []
     for qtype in sorted(set(mine) | set(theirs)):
@@ -158,7 +163,7 @@ def _baseline_section(records: Sequence[ResultRecord], baseline: LoadedRuns, nam
     return lines
 
 
-def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, baseline: LoadedRuns | None) -> None:
+def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, baseline: Comparison | None) -> None:
     plots.accuracy_bars(directory / "accuracy_by_category.png", "Accuracy by category", _groups(records, "category"))
     plots.accuracy_bars(directory / "accuracy_by_type.png", "Accuracy by question type", _groups(records, "type"))
     grading = summary.grading
@@ -178,7 +183,7 @@ def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, 
         },
     )
     if baseline is not None:
-        mine, theirs = _groups(records, "type"), _groups(baseline.records, "type")
+        mine, theirs = _groups(baseline.mine, "type"), _groups(baseline.theirs, "type")
         rows = {}
         for qtype in sorted(set(mine) & set(theirs)):
             diff = newcombe(*mine[qtype], *theirs[qtype])
@@ -238,15 +243,14 @@ def write_report(
     records: Sequence[ResultRecord],
     summary: RunSummary,
     runs: Sequence[RunInfo],
-    baseline: LoadedRuns | None,
-    baseline_name: str | None,
+    baseline: Comparison | None,
 ) -> None:
     """Writes report.md, report.html and the PNG plots into ``directory``."""
     if not records:
         raise SgfsError("no results to report")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        markdown = build_markdown(records, summary, runs, baseline, baseline_name)
+        markdown = build_markdown(records, summary, runs, baseline)
         draw(directory, records, summary, baseline)
         (directory / "report.md").write_text(markdown, encoding="utf-8")
         (directory / "report.html").write_text(markdown_to_html(markdown, directory), encoding="utf-8")

@@ -15,6 +15,7 @@ from qa.model import Json
 from qa.records import QuestionsError
 from qa.result_record import ResultRecord, ResultRecordError
 from sgfs.errors import SgfsError
+from sgfs.eval.questions import shard_of
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -123,6 +124,7 @@ class RunDescription:
     sgfs_version: str
     agent: str
     questions_digest: str
+    run_digest: str  # every item of the whole run, before sharding: the same in each shard of one run
     questions: int
     source: dict[str, Json]  # {"questions_file"} or {"seeds", "per_type", "unanswerable"}
     variant: str
@@ -136,6 +138,7 @@ class RunDescription:
             "sgfs_version": self.sgfs_version,
             "agent": self.agent,
             "questions_digest": self.questions_digest,
+            "run_digest": self.run_digest,
             "questions": self.questions,
             "source": self.source,
             "variant": self.variant,
@@ -146,20 +149,48 @@ class RunDescription:
         }
 
 
+# What makes directories shards of one run (besides the split): fields of run.json that must all agree.
+IDENTITY_FIELDS = ("agent", "run_digest", "variant", "key_fingerprint")
+
+
 @dataclass(frozen=True)
 class RunInfo:
-    """What the report says of one run: its directory (or Inspect log), its agent and sgfs version."""
+    """What the report says of one run: its directory (or Inspect log), its agent and sgfs version; and what
+    ``load_results`` needs to tell shards of one run from different runs."""
 
     dir: str
     agent: str | None
     sgfs_version: str | None
+    identity: str | None = None  # equal for the shards of one run; None: a run of its own (an Inspect log...)
+    shard: tuple[int, int] | None = None  # (index, count) of a shard
 
     @classmethod
     def of(cls, directory: Path | str, meta: Mapping[str, Json] | None) -> RunInfo:
         """From a run's ``run.json`` (or what an Inspect log says of its run); None: nothing known."""
         agent = (meta or {}).get("agent")
         version = (meta or {}).get("sgfs_version")
-        return cls(str(directory), None if agent is None else str(agent), str(version) if version else None)
+        identity = None
+        if meta is not None:
+            fields: dict[str, Json] = {name: meta.get(name) for name in IDENTITY_FIELDS}
+            if fields["run_digest"] is None:  # written before run_digest: what the run was asked
+                fields["run_digest"] = json.dumps([meta.get("source"), meta.get("variant")], sort_keys=True)
+            identity = json.dumps(fields, sort_keys=True)
+        return cls(
+            str(directory),
+            None if agent is None else str(agent),
+            str(version) if version else None,
+            identity,
+            _shard((meta or {}).get("shard")),
+        )
+
+
+def _shard(value: Json) -> tuple[int, int] | None:
+    if not isinstance(value, str):
+        return None
+    index, _, count = value.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+        return None
+    return int(index), int(count)
 
 
 def run_info(directory: Path) -> RunInfo:
@@ -168,19 +199,19 @@ def run_info(directory: Path) -> RunInfo:
 
 @dataclass
 class LoadedRuns:
-    """Records merged from one or more run directories (shards), and what each run's description says."""
+    """Records merged from one run directory, or from the shard directories of one run."""
 
     records: list[ResultRecord]
     runs: list[RunInfo] = field(default_factory=list)
-    duplicates: list[str] = field(default_factory=list)
 
 
 def load_results(directories: list[str | Path]) -> LoadedRuns:
     """The one loader of the report and the gate: every record of every DIR (a run directory of ``sgfs eval``, or
-    an Inspect AI log file of the ``sgfs/infinite_science`` task), the first of duplicates kept."""
+    an Inspect AI log file of the ``sgfs/infinite_science`` task). Refuses (SgfsError) a record that appears twice
+    and records of more than one run: several DIRs must be distinct shards of one run (same agent, questions and
+    split, see ``IDENTITY_FIELDS``), each holding only records of its shard."""
     merged: dict[tuple[str, str], ResultRecord] = {}
     runs: list[RunInfo] = []
-    duplicates: list[str] = []
     for entry in directories:
         directory = Path(entry)
         if directory.is_file() and directory.suffix in INSPECT_LOG_SUFFIXES:
@@ -192,13 +223,40 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
                 raise SgfsError(f"{directory} holds no {RESULTS} (not a run directory of sgfs eval nor an Inspect log)")
             run = run_info(directory)
             records = read_results(directory / RESULTS)
+        if runs:
+            _check_same_run(runs, run)
         runs.append(run)
         for record in records:
             if record.key in merged:
-                duplicates.append(record.id)
-                continue
+                raise SgfsError(
+                    f"{directory}: record {record.id} ({record.variant}) appears more than once: "
+                    "a run records each question once"
+                )
+            if run.shard is not None and shard_of(record.id, run.shard[1]) != run.shard[0]:
+                raise SgfsError(
+                    f"{directory}: record {record.id} ({record.variant}) is not a question of shard "
+                    f"{run.shard[0]}/{run.shard[1]}"
+                )
             merged[record.key] = record
-    return LoadedRuns(list(merged.values()), runs, duplicates)
+    return LoadedRuns(list(merged.values()), runs)
+
+
+def _check_same_run(runs: list[RunInfo], run: RunInfo) -> None:
+    """Refuses ``run`` unless it is another shard of the run the shards in ``runs`` come from."""
+    first = runs[0]
+    if run.identity is None or first.identity is None or run.identity != first.identity:
+        raise SgfsError(
+            f"{run.dir} and {first.dir} are not shards of one run (agent, questions or variant differ, or one "
+            "is not a run directory of sgfs eval): report each run on its own, or one with --baseline"
+        )
+    if run.shard is None or first.shard is None or run.shard[1] != first.shard[1]:
+        raise SgfsError(
+            f"{run.dir} and {first.dir} are not shards of one split (--shard I/N with the same N): "
+            "report each run on its own"
+        )
+    for other in runs:
+        if other.shard == run.shard:
+            raise SgfsError(f"{run.dir} and {other.dir} are both shard {run.shard[0]}/{run.shard[1]} of the run")
 
 
 def _inspect_log(path: Path) -> tuple[list[ResultRecord], RunInfo]:

@@ -4,24 +4,32 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from qa.grading import grade
 from qa.records import AskedQuestion
 from qa.result_record import EvalDetails, ResultRecord
-from sgfs.eval.protocol import command_line, prompt, read_answer
+from sgfs.eval.protocol import AgentAnswer, AnswerFileError, command_line, prompt, read_answer
 from sgfs.mount.audit import AuditReader, evidence_fields
 
 STDERR_TAIL = 2000
 KILL_GRACE_S = 2.0
+STDOUT_LIMIT = 1 << 20  # the end of stdout that is kept (the answer is its last {"answer": ...})
+STDERR_LIMIT = 16 * STDERR_TAIL
+# Every process an agent starts inherits this variable: how its leftovers are found, whatever sessions they made.
+TOKEN_VARIABLE = "SGFS_AGENT_RUN"
+REAP_ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -99,17 +107,24 @@ class Runner:
             SGFS_QUESTION_ID=item.id,
             SGFS_ANSWER_FILE=str(answer_file),
         )
+        env[TOKEN_VARIABLE] = secrets.token_hex(16)
         start = time.monotonic()
         stdout, stderr, exit_code, timed_out, session = _execute(
-            command_line(settings.agent, values), repo, env, text, settings.timeout_s, self._lock, self._groups
+            command_line(settings.agent, values), repo, env, prompt_file, settings, self._lock, self._groups
         )
         elapsed = time.monotonic() - start
-        answer = read_answer(str(answer_file), stdout)
+        refused = None
+        try:
+            answer = read_answer(str(answer_file), stdout)
+        except AnswerFileError as exc:  # a FIFO, a link, a device: never read, the item is a crash
+            refused = str(exc)
+            answer = AgentAnswer(None, None, None, True)
+            stderr = f"{stderr}\nsgfs eval: {refused}" if stderr else f"sgfs eval: {refused}"
         shutil.rmtree(scratch, ignore_errors=True)  # with whatever else the agent left there
 
         if timed_out:
             status = "timeout"
-        elif exit_code != 0:
+        elif exit_code != 0 or refused is not None:
             status = "crash"
         elif answer.empty:
             status = "no_answer"
@@ -159,47 +174,101 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
 
 
 def _execute(
-    command: str, cwd: str, env: dict[str, str], stdin: str, timeout_s: float, lock: threading.Lock, groups: set[int]
+    command: str,
+    cwd: str,
+    env: dict[str, str],
+    stdin_file: Path,
+    settings: RunSettings,
+    lock: threading.Lock,
+    groups: set[int],
 ) -> tuple[str, str, int | None, bool, int | None]:
-    """Run ``command`` with ``sh -c`` in a new session; (stdout, stderr, exit code, timed out, session id)."""
-    try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own session and process group: attribution and clean kills
-        )
-    except OSError as exc:
-        return "", f"cannot start the agent in {cwd}: {exc.strerror or exc}", None, False, None
-    with lock:
-        groups.add(proc.pid)
-    timed_out = False
-    try:
+    """Run ``command`` with ``sh -c`` in a new session; (stdout, stderr, exit code, timed out, session id).
+
+    Nothing here waits on the agent's pipes: stdin is the prompt file and stdout and stderr are unlinked files,
+    so a detached descendant that keeps them open cannot hold the harness past ``--timeout``. When the agent
+    exits or is killed, every process it started goes too (its group, its session, and whatever carries its
+    token in its environment, whatever session it made)."""
+    token = env[TOKEN_VARIABLE]
+    with contextlib.ExitStack() as stack:
+        out_file = stack.enter_context(tempfile.TemporaryFile(dir=settings.workdir))
+        err_file = stack.enter_context(tempfile.TemporaryFile(dir=settings.workdir))
+        stdin = stack.enter_context(open(stdin_file, "rb"))
         try:
-            out, err = proc.communicate(stdin.encode("utf-8"), timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _signal_group(proc.pid, signal.SIGTERM)
-            try:
-                out, err = proc.communicate(timeout=KILL_GRACE_S)
-            except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
-    finally:
-        # Whatever the agent left running in its group goes with it: nothing reads the mount on its behalf later.
-        _signal_group(proc.pid, signal.SIGKILL)
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=env,
+                stdin=stdin,
+                stdout=out_file,
+                stderr=err_file,
+                start_new_session=True,  # its own session and process group: attribution and clean kills
+            )
+        except OSError as exc:
+            return "", f"cannot start the agent in {cwd}: {exc.strerror or exc}", None, False, None
         with lock:
-            groups.discard(proc.pid)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return (
-        out.decode("utf-8", "replace"),
-        err.decode("utf-8", "replace"),
-        proc.returncode,
-        timed_out,
-        proc.pid,
-    )
+            groups.add(proc.pid)
+        timed_out = False
+        try:
+            try:
+                proc.wait(timeout=settings.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc.pid, signal.SIGKILL)
+        finally:
+            # Whatever the agent left running goes with it: nothing reads the mount on its behalf later.
+            _signal_group(proc.pid, signal.SIGKILL)
+            reap_descendants(proc.pid, token)
+            with lock:
+                groups.discard(proc.pid)
+            if proc.poll() is None:
+                proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=KILL_GRACE_S)  # a process stuck in the kernel is not waited for forever
+        stdout = _tail(out_file, STDOUT_LIMIT)
+        stderr = _tail(err_file, STDERR_LIMIT)
+    return stdout, stderr, proc.returncode, timed_out, proc.pid
+
+
+def _tail(handle: IO[bytes], limit: int) -> str:
+    """The last ``limit`` bytes written to ``handle``, decoded."""
+    size = os.fstat(handle.fileno()).st_size
+    handle.seek(max(0, size - limit))
+    return handle.read(limit).decode("utf-8", "replace")
+
+
+def _agent_processes(session: int, token: str) -> list[int]:
+    """Processes of an agent: in its session, or carrying its token in their environment."""
+    found = []
+    marker = f"{TOKEN_VARIABLE}={token}".encode()
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        try:
+            if os.getsid(pid) == session:
+                found.append(pid)
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue
+        if marker in environ.split(b"\0"):
+            found.append(pid)
+    return found
+
+
+def reap_descendants(session: int, token: str) -> None:
+    """SIGKILL every process of the agent (see ``_agent_processes``), again until none is left (they may fork)."""
+    for _ in range(REAP_ROUNDS):
+        pids = _agent_processes(session, token)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)

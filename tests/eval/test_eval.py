@@ -6,11 +6,13 @@ each test checks that no mount is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import mmap
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,7 +29,7 @@ import generators
 from qa.grading import VARIANTS
 from qa.records import AskedQuestion, expand_variants, parse_question_lines
 from qa.result_record import ResultRecord
-from sgfs.eval.protocol import command_line, read_answer
+from sgfs.eval.protocol import AnswerFileError, command_line, read_answer, resolve_relative
 from sgfs.eval.questions import select_shard
 from sgfs.eval.results import read_json_lines
 from sgfs.eval.stats import newcombe, wilson
@@ -352,13 +354,45 @@ def test_shards_report_gate_and_junit(tmp_path: Path, questions: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert (oracle / "report" / "report.html").is_file()
     dropped = sgfs("report", *shards, "--out", report, "--baseline", oracle, "--max-drop", 0.1)
-    assert dropped.returncode == 1 and "dropped" in dropped.stderr and dropped.stderr.count("\n") == 1
+    lines = dropped.stderr.splitlines()
+    assert dropped.returncode == 1 and len(lines) == 2 and "dropped" in lines[1], dropped.stderr
+    assert f"on the {len(ids)} items both runs hold" in lines[0]
     text = (report / "report.md").read_text()
     assert "Questions that flipped" in text and "correct → wrong" in text
     assert (report / "baseline_difference.png").is_file()
     gate = run_eval("--questions", questions, "--agent", ABSTAIN, "--out", tmp_path / "again", "--min-accuracy", 0.9,
                     "--no-report")  # fmt: skip
     assert gate.returncode == 1 and "below --min-accuracy" in gate.stderr.splitlines()[-1]
+
+    # Records nobody can forge: each question once, and one run per report (its shards merge, nothing else).
+    one = records_of(shards[0])
+    forged = tmp_path / "forged"
+    shutil.copytree(shards[0], forged)
+    with open(forged / "results.jsonl", "a") as handle:  # the same question again, now answered correctly
+        handle.write(json.dumps({**one[0], "correct": True, "status": "ok"}) + "\n")
+    assert "appears more than once" in one_line_error(sgfs("report", forged, "--out", report))
+    smuggled = tmp_path / "smuggled"
+    shutil.copytree(shards[0], smuggled)
+    with open(smuggled / "results.jsonl", "a") as handle:  # a record of the other shard
+        handle.write(json.dumps(records_of(shards[1])[0]) + "\n")
+    assert "not a question of shard 1/2" in one_line_error(sgfs("report", smuggled, "--out", report))
+    assert "both shard 1/2" in one_line_error(sgfs("report", shards[0], shards[0], "--out", report))
+    assert "not shards of one run" in one_line_error(sgfs("report", shards[0], oracle, "--out", report))
+    assert "not shards of one run" in one_line_error(sgfs("report", oracle, tmp_path / "again", "--out", report))
+    copy = tmp_path / "oracle-copy"
+    shutil.copytree(oracle, copy)
+    assert "not shards of one split" in one_line_error(sgfs("report", oracle, copy, "--out", report))
+    # The baseline is compared on the questions both runs hold, and says how many; none shared is refused.
+    part = sgfs("report", shards[0], "--out", report, "--baseline", oracle, "--max-drop", 1)
+    assert part.returncode == 0, part.stderr
+    said = f"on the {len(one)} items both runs hold (of {len(one)} in this run, {len(ids)} in the baseline)"
+    assert said in part.stderr
+    assert f"Compared on the {len(one)} items both runs hold" in (report / "report.md").read_text()
+    flips = (report / "report.md").read_text().split("### Questions that flipped")[1]
+    assert all(r["id"] in flips for r in one if not r["correct"]) and flips.count("correct → wrong") == sum(
+        not r["correct"] for r in one
+    )
+    assert "shares no question" in one_line_error(sgfs("report", shards[0], "--out", report, "--baseline", shards[1]))
 
 
 @pytest.mark.fuse
@@ -513,3 +547,147 @@ def test_every_variant_is_asked_and_compared(tmp_path: Path, questions: Path) ->
     texts = [p.read_text() for p in prompts.iterdir()]
     assert len(set(texts)) == 8 and all("{path}" not in t and '{"answer": 42}' in t for t in texts)
     assert (tmp_path / "run" / "report" / "abstention.png").is_file()
+
+
+# -- agents as people write them, and agents that try to hang the harness ----------------------------------
+def test_relative_paths_in_the_command_are_the_callers(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "agent").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    line = "A=bin/agent ./bin/agent --in bin/x missing/y 'bin/agent' ./notes.txt {prompt_file} /abs/p && ./bin/agent"
+    resolved = resolve_relative(line, str(tmp_path))
+    agent = shlex.quote(str(tmp_path / "bin" / "agent"))
+    assert resolved == (
+        f"A={agent} {agent} --in bin/x missing/y 'bin/agent' {shlex.quote(str(tmp_path / 'notes.txt'))} "
+        f"{{prompt_file}} /abs/p && {agent}"
+    )
+
+
+@pytest.mark.fuse
+def test_relative_agent_program_and_script_run_from_the_callers_directory(tmp_path: Path, questions: Path) -> None:
+    require_fuse()
+    small = tmp_path / "q2.jsonl"
+    small.write_text("\n".join(questions.read_text().splitlines()[:2]) + "\n")
+    caller = tmp_path / "project"
+    (caller / "scripts").mkdir(parents=True)
+    write_agent(caller / "my-agent", 'test "$PWD" = "$SGFS_REPO" && cat "$1"\n')
+    (caller / "scripts" / "answer.txt").write_text('{"answer": "not possible"}\n')
+    (caller / "scripts" / "agent.py").write_text(
+        "import os, sys\nassert os.getcwd() == os.environ['SGFS_REPO']\nprint('not possible')\n"
+    )
+    for index, agent in enumerate(("./my-agent scripts/answer.txt", f"{sys.executable} scripts/agent.py")):
+        out = tmp_path / f"run{index}"
+        result = subprocess.run(
+            [*SGFS, "eval", "--questions", str(small), "--agent", agent, "--out", str(out), "--quiet", "--no-report"],
+            cwd=caller, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        statuses = [(r["status"], r["answer"], r["stderr_tail"]) for r in records_of(out)]
+        assert statuses == [("ok", "not possible", "")] * 2, statuses
+        assert json.loads((out / "run.json").read_text())["agent"] == agent  # recorded as written
+    assert not eval_mounts()
+
+
+@pytest.mark.fuse
+def test_a_run_where_no_agent_finishes_exits_1_and_junit_stays_valid(tmp_path: Path, questions: Path) -> None:
+    """Crashes and timeouts only: the counts and exit 1. The agents' stderr holds colours and control
+    characters, which XML 1.0 cannot carry: the JUnit file still parses."""
+    require_fuse()
+    lines = questions.read_text().splitlines()[:3]
+    small = tmp_path / "q3.jsonl"
+    small.write_text("\n".join(lines) + "\n")
+    ids = [json.loads(line)["id"] for line in lines]
+    agent = write_agent(
+        tmp_path / "agent.sh",
+        f"""printf '\\033[31mred\\033[0m \\001\\002\\013\\014 bell\\007 \\033]0;title\\007done\\n' >&2
+case "$SGFS_QUESTION_ID" in
+  {ids[0]}) sleep 300 ;;
+  *) exit 3 ;;
+esac
+""",
+    )
+    junit = tmp_path / "junit.xml"
+    result = run_eval("--questions", small, "--agent", agent, "--out", tmp_path / "run", "--timeout", 1,
+                      "--junit", junit, "--min-accuracy", 0)  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("sgfs: error: no agent finished: 2 crash, 1 timeout of 3 items"), result.stderr
+    assert (tmp_path / "run" / "report" / "report.html").is_file()
+    failures = [case.find("failure") for case in ET.parse(junit).getroot().findall(".//testcase")]
+    assert len(failures) == 3 and all(f is not None for f in failures)
+    texts = [f.text or "" for f in failures if f is not None]
+    assert all("red" in t and "done" in t and "\x1b" not in t and "\x01" not in t for t in texts), texts
+    assert {f.get("type") for f in failures if f is not None} == {"crash", "timeout"}
+
+
+def test_answer_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "answer"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            read_answer(str(fifo), "")
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    if reader.is_alive():  # unblock the reader so the test fails rather than hangs
+        with open(fifo, "w"):
+            pass
+        reader.join(5)
+    assert outcome and isinstance(outcome[0], AnswerFileError), outcome
+    link = tmp_path / "link"
+    (tmp_path / "secret").write_text('{"answer": 1}')
+    link.symlink_to(tmp_path / "secret")
+    with pytest.raises(AnswerFileError):
+        read_answer(str(link), "")
+
+
+def _processes_with(marker: str) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and marker in _cmdline(p)]
+
+
+@pytest.mark.fuse
+def test_fifo_answer_files_and_detached_children_cannot_outlast_the_timeout(tmp_path: Path, questions: Path) -> None:
+    """An agent that makes its answer file a FIFO, or leaves a `setsid` child holding its stdout and stderr,
+    is bounded by --timeout like any other, and leaves nothing running."""
+    require_fuse()
+    lines = questions.read_text().splitlines()[:4]
+    small = tmp_path / "q4.jsonl"
+    small.write_text("\n".join(lines) + "\n")
+    ids = [json.loads(line)["id"] for line in lines]
+    marker = f"{1000 + int(uuid.uuid4().int % 1000)}.{uuid.uuid4().int % 10**9:09d}"  # a unique `sleep` argument
+    agent = write_agent(
+        tmp_path / "agent.sh",
+        f"""case "$SGFS_QUESTION_ID" in
+  {ids[0]}) mkfifo "$SGFS_ANSWER_FILE" && echo 42 ;;
+  {ids[1]}) mkfifo "$SGFS_ANSWER_FILE" && sleep 300 ;;
+  {ids[2]}) setsid sleep {marker} & sleep 300 ;;
+  *) setsid sleep {marker} & echo "not possible" ;;
+esac
+""",
+    )
+    out = tmp_path / "run"
+    start = time.monotonic()
+    try:
+        result = run_eval("--questions", small, "--agent", agent, "--out", out, "--timeout", 2, "--no-report",
+                          timeout=90)  # fmt: skip
+        elapsed = time.monotonic() - start
+        time.sleep(0.2)
+        left = _processes_with(marker)
+    finally:
+        for pid in _processes_with(marker):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert result.returncode == 0, result.stderr
+    by_id = {r["id"]: r for r in records_of(out)}
+    assert [by_id[i]["status"] for i in ids] == ["crash", "timeout", "timeout", "ok"], by_id
+    assert "not a regular file" in by_id[ids[0]]["stderr_tail"]
+    assert all(by_id[i]["time_s"] < 5 for i in ids), [by_id[i]["time_s"] for i in ids]
+    assert elapsed < 60
+    assert not left, "a detached child of an agent survived its question"
