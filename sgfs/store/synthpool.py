@@ -61,6 +61,9 @@ _MAX_PICKLED_SPECS = 64
 # run time (a batch of a few files), short enough that a reader of a stopped worker's file is soon served.
 TASK_TIMEOUT_S = 10.0
 WATCH_INTERVAL_S = 0.25
+# How long ``close`` lets workers finish before it kills them: a stopped worker would otherwise keep the daemon
+# from exiting (multiprocessing joins its children at exit, and a stopped process never takes SIGTERM).
+CLOSE_GRACE_S = 2.0
 # Tables a worker keeps between measuring and encoding, bounded by an estimate of their memory; one that was
 # dropped is synthesised again by ``encode``.
 KEPT_TABLE_BYTES = 128 << 20
@@ -222,6 +225,15 @@ class _Process:
         with contextlib.suppress(OSError, ValueError):
             self._process.kill()
 
+    def end(self, within: float) -> None:
+        """Wait up to ``within`` seconds for the process to exit (after ``shutdown``), then kill it."""
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            self._process.join(max(0.0, within))
+            if self._process.is_alive():
+                log.warning("synthesis worker (pid %s) did not exit: killed", self._process.pid)
+                self._process.kill()
+                self._process.join(5)
+
     def submit(self, function: Callable[..., Any], *args: object) -> Future[Any]:
         future: Future[Any] = Future()
         with self._lock:
@@ -296,6 +308,8 @@ class Executor(Protocol):
     def silent_for(self) -> float: ...
 
     def kill(self) -> None: ...
+
+    def end(self, within: float) -> None: ...
 
 
 class _Worker:
@@ -463,6 +477,11 @@ class SynthesisPool:
         return pickled
 
     def close(self) -> None:
+        """Stop every worker: each exits once its running task is done; one still there after CLOSE_GRACE_S
+        (stopped, stuck) is killed, so that no process outlives the pool."""
         self._closed.set()
         for worker in self._workers:
             worker.close()
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for worker in self._workers:
+            worker.executor.end(deadline - time.monotonic())

@@ -256,3 +256,26 @@ def test_sizes_only_prefetch_without_anywhere_to_keep_bytes(pool: SynthesisPool)
     source.listdir(f"/{seed}")
     assert {p: source.stat(f"/{seed}/{p}").size for p in r.file_paths()} == {p: len(r.read(p)) for p in r.file_paths()}
     assert source.cache_info().content_bytes == 0
+
+
+def test_closing_a_pool_with_a_stopped_worker_ends_it() -> None:
+    """A worker stopped while idle (the watchdog leaves it: it holds no task) must not outlive the pool, or
+    the daemon could not exit after its unmount: ``close`` kills it after a short grace."""
+    import signal
+
+    from sgfs.store.synthpool import CLOSE_GRACE_S
+
+    pool = SynthesisPool(1)
+    process = pool._workers[0].executor._process  # type: ignore[attr-defined]
+    try:
+        pool.warm(timeout=60)
+        os.kill(process.pid, signal.SIGSTOP)
+        closer = threading.Thread(target=pool.close, daemon=True)
+        started = time.monotonic()
+        closer.start()
+        closer.join(CLOSE_GRACE_S + 10)
+        assert not closer.is_alive() and time.monotonic() - started < CLOSE_GRACE_S + 10
+        assert ended([process], within=5)
+    finally:
+        if process.is_alive():
+            os.kill(process.pid, signal.SIGKILL)
