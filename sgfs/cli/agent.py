@@ -46,7 +46,7 @@ def _with_lookup(function: Any) -> Any:
 
 AGENT_HELP = "Reference agents for `sgfs eval --agent` (protocol: docs/eval.md).\n\n" + examples(
     "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
-    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions q.jsonl' --out runs/ceiling",
+    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
 )
 ABSTAIN_HELP = 'Always answers "not possible": scores exactly the unanswerable share.\n\n' + examples(
     "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
@@ -56,7 +56,7 @@ RANDOM_HELP = "A random choice or number of the right kind, seeded by the questi
     "sgfs eval 1-5 --agent 'sgfs agent random' --out runs/chance",
 )
 ORACLE_HELP = "Reads the question's evidence files through the mount (cwd), then gives the true answer.\n\n" + examples(
-    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions q.jsonl' --out runs/ceiling",
+    "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
 )
 
 

@@ -15,7 +15,7 @@ from qa.model import Json
 from qa.records import QuestionsError
 from qa.result_record import ResultRecord, ResultRecordError
 from sgfs.errors import SgfsError
-from sgfs.eval.questions import shard_of
+from sgfs.eval.questions import parse_shard, shard_of
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -185,12 +185,13 @@ class RunInfo:
 
 
 def _shard(value: Json) -> tuple[int, int] | None:
+    """The shard a run.json names; None for none, or for one that is not ``I/N`` (hand-edited)."""
     if not isinstance(value, str):
         return None
-    index, _, count = value.partition("/")
-    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
+    try:
+        return parse_shard(value)
+    except SgfsError:
         return None
-    return int(index), int(count)
 
 
 def run_info(directory: Path) -> RunInfo:

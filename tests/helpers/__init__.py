@@ -23,14 +23,6 @@ def repo(seed: int) -> Repository:
     return generators.repository(seed)
 
 
-@functools.cache
-def seeds_by_extension(limit: int = 200) -> dict[str, list[int]]:
-    found: dict[str, list[int]] = {ext: [] for ext in EXTENSIONS}
-    for seed in range(1, limit):
-        found[repo(seed).spec.extension].append(seed)
-    return found
-
-
 def with_extension(seed: int, extension: str) -> Repository:
     """Repository ``seed`` re-encoded in another format (same tables, other bytes)."""
     return Repository(replace(repo(seed).spec, extension=extension))
