@@ -309,7 +309,7 @@ class _Parser:
     def atom(self) -> Node:
         token = self.take()
         if token.kind == "num":
-            return self.node(Num(float(token.text)))
+            return self.node(Num(_finite(token)))
         if token.kind == "str":
             return self.node(Str(token.text[1:-1]))
         if token.kind == "name":
@@ -392,7 +392,15 @@ class _Parser:
         token = self.take()
         if token.kind != "num":
             raise ExpressionError(f"lookup() values must be numbers (at position {token.pos})")
-        return sign * float(token.text)
+        return sign * _finite(token)
+
+
+def _finite(token: _Token) -> float:
+    """A numeric literal's value; one that overflows a double (``1e999``) is refused, never infinity."""
+    value = float(token.text)
+    if not math.isfinite(value):
+        raise ExpressionError(f"number {token.text[:40]!r} is out of range (at position {token.pos})")
+    return value
 
 
 def _refuse_forbidden(token: _Token) -> None:

@@ -25,7 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,6 +33,7 @@ from typing import Any
 import xxhash
 
 from generators.builders.procedural import build_spec
+from generators.keys import Key
 from generators.repository import MAX_SEED, PathNotFound, Repository
 from generators.spec import Spec, SpecError, from_json
 
@@ -405,18 +406,22 @@ class _transaction:
 
 class PackRepositories:
     """``seed -> Repository`` from a pack; seeds outside it raise :class:`SeedNotInPack`, or with
-    ``fallback`` get the procedural spec."""
+    ``fallback`` get the procedural spec. With ``key`` every spec gets the seed's salt (``universe``): the
+    pack's formulas stay as written, the tree, the data and the questions become those of the keyed universe."""
 
-    def __init__(self, pack: SpecPack, *, fallback: bool = False) -> None:
+    def __init__(self, pack: SpecPack, *, fallback: bool = False, key: Key | None = None) -> None:
         self.pack = pack
         self.fallback = fallback
+        self.key = key
 
     def spec(self, seed: int) -> Spec:
+        universe = "" if self.key is None else self.key.salt(seed)
         if seed not in self.pack:
             if self.fallback:
-                return build_spec(seed)
+                return build_spec(seed, universe=universe)
             raise SeedNotInPack(f"seed {seed} is not in pack {self.pack.path}")
-        return self.pack.spec(seed)
+        spec = self.pack.spec(seed)
+        return spec if self.key is None else replace(spec, universe=universe)
 
     def __call__(self, seed: int) -> Repository:
         return Repository(self.spec(seed))

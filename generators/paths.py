@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from generators.rng import Stream
+from generators.rng import Stream, root_stream
 from generators.spec import Spec, SpecError
 
 IntArray = npt.NDArray[np.int64]
@@ -70,7 +70,7 @@ class Tree:
                 raise SpecError(f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations")
         self.component_stride = [math.prod(self.component_radix[i + 1 :]) for i in range(len(self.spans))]
         self.depth = len(self.spans)  # number of components; files live at this depth
-        self.indices = self._sample(Stream(spec.seed, "tree"))
+        self.indices = self._sample(root_stream(spec.seed, spec.universe, "tree"))
         self._name_cache: dict[int, dict[str, int]] = {}
 
     # -- placeholder values ----------------------------------------------------------------------

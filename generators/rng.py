@@ -296,6 +296,17 @@ class Stream:
         return idx
 
 
+def root_stream(seed: int, universe: str, *parts: int | str) -> Stream:
+    """A root stream of repository ``seed``: every stream of a repository and of its questions descends from one.
+
+    In the open universe (``universe`` empty) it is exactly ``Stream(seed, *parts)``, so repositories are those
+    anyone can compute. In a keyed universe (``universe``: the seed's salt, ``generators.keys``) the salt is part
+    of the name, so the streams, and everything drawn from them, cannot be computed without the salt."""
+    if not universe:
+        return Stream(seed, *parts)
+    return Stream("universe", universe, seed, *parts)
+
+
 def _cdf_from_log_ratios(log_p0: float, log_ratios: FloatArray) -> FloatArray:
     """Cumulative table from log P(0) and log P(k+1)/P(k), computed in log space against underflow."""
     log_pmf = np.concatenate(([log_p0], log_p0 + np.cumsum(log_ratios)))

@@ -45,6 +45,7 @@ RESEARCHER_RE = re.compile(r"[A-Za-z][A-Za-z.]{0,23}\Z")
 CATEGORY_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+-]{0,31}\Z")
 REPO_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,79}\Z")
 PREFIX_RE = re.compile(r"[A-Z]{0,6}\Z")
+UNIVERSE_RE = re.compile(r"[0-9a-f]{64}\Z")  # a keyed universe's salt (generators.keys)
 # A spec's JSON text is refused past this many characters before it is parsed.
 MAX_SPEC_TEXT = 1 << 20
 MAX_TEXT = 20_000
@@ -209,6 +210,9 @@ class Spec:
     start_date: str  # ISO date; datetime columns evaluate to days since this date
     params: Params = field(default_factory=Params)
     format_version: int = FORMAT_VERSION
+    # The seed's salt in a keyed universe (64 hex, generators.keys), never the key; "" in the open universe,
+    # and then absent from the JSON, so open-universe specs, digests and caches are what they always were.
+    universe: str = ""
 
     def path_variable(self, column: str) -> PathVariable:
         for variable in self.path_variables:
@@ -225,7 +229,10 @@ class Spec:
     def to_dict(self) -> dict[str, Any]:
         # What dataclasses.asdict gives with tuples as lists, without its deep copy of every leaf: the canonical
         # JSON is hashed on a mount's first touch of each repository (sgfs.store.diskcache).
-        return _plain(self)  # type: ignore[no-any-return]
+        plain: dict[str, Any] = _plain(self)
+        if not self.universe:
+            del plain["universe"]
+        return plain
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, sort_keys=False) + "\n"
@@ -419,6 +426,7 @@ def from_dict(data: object) -> Spec:
         _variable(item, f"variables[{i}]") for i, item in enumerate(_list(top.get("variables"), "variables"))
     )
     params = _params(top.child("params"))
+    universe = top.text("universe", pattern=UNIVERSE_RE) if "universe" in top.data else ""
     spec = Spec(
         seed=seed,
         context=context,
@@ -433,6 +441,7 @@ def from_dict(data: object) -> Spec:
         variables=variables,
         start_date=start_date,
         params=params,
+        universe=universe,
     )
     validate(spec)
     return spec
@@ -552,6 +561,10 @@ def validate(spec: Spec) -> None:
     _require(p.rows_min <= p.rows_max, "params: rows_min exceeds rows_max")
     _require(p.files_alpha > 0 and p.files_beta > 0, "params: files_alpha and files_beta must be positive")
     _require(p.rows_sd >= 0 and 0 <= p.noise_fraction <= 10, "params: rows_sd and noise_fraction out of range")
+    _require(
+        spec.universe == "" or UNIVERSE_RE.fullmatch(spec.universe) is not None,
+        "universe: expected 64 lowercase hexadecimal characters (a keyed universe's salt) or nothing",
+    )
     _validate_template(spec)
     _validate_variables(spec)
 

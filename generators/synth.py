@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from generators import expr, numfmt
-from generators.rng import Stream, prefetch_uniforms
+from generators.rng import Stream, prefetch_uniforms, root_stream
 from generators.spec import Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
@@ -284,7 +284,7 @@ def _draws(variable: Variable) -> tuple[float, int]:
 def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows: int | None = None) -> Table:
     """The table of the data file at ``path`` whose placeholders take ``values``."""
     plan = _plan(spec)
-    stream = Stream(spec.seed, "file", path)
+    stream = root_stream(spec.seed, spec.universe, "file", path)
     n = n_rows(spec, stream) if rows is None else rows
     env = placeholder_env(spec, values, n, plan.read)
     columns: list[Column] = []

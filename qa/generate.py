@@ -18,7 +18,7 @@ import numpy as np
 
 from generators import Repository
 from generators.paths import render_number
-from generators.rng import Stream
+from generators.rng import Stream, root_stream
 from generators.spec import EXTENSIONS, Variable
 from qa import stats
 from qa.model import CATEGORIES, FIXED_TYPES, NOT_POSSIBLE, SAMPLED_TYPES, Answer, Question
@@ -73,7 +73,7 @@ class Generator:
         owed = 0  # unanswerable questions wanted but impossible for their type here (e.g. every path exists)
         for qtype in SAMPLED_TYPES:
             for k in range(1, self.options.per_type + 1):
-                rs = Stream(self.spec.seed, "qa", qtype, k)
+                rs = root_stream(self.spec.seed, self.spec.universe, "qa", qtype, k)
                 want = rs.chance(share)
                 if not want and owed:
                     want, owed = True, owed - 1

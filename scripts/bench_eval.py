@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""The evaluation harness's own overhead per question (agent = `true`) and how it scales with -j.
+"""The evaluation harness's own overhead per question (agent = `true`) and how it scales with -j, sandboxed
+(the default) and unsealed (--no-sandbox), in paired, interleaved runs.
 
 Runs `sgfs eval --questions FILE --agent true --no-report` (private audited mount included) on a small and a
-large question set for each -j; the overhead per question is the slope (large - small) / (questions difference),
-which leaves out the fixed costs (interpreter, mount start and stop), reported separately.
+large question set for each -j and mode; the overhead per question is the slope (large - small) / (questions
+difference), which leaves out the fixed costs (interpreter, mount start and stop).
 Usage: python3 scripts/bench_eval.py [--seeds 1-3] [--jobs 1,2,4,8] [--repeat 3]
 """
 
@@ -20,10 +21,15 @@ from pathlib import Path
 SGFS = [sys.executable, "-m", "sgfs"]
 
 
-def timed_eval(questions: Path, jobs: int, out: Path) -> float:
+MODES = {"sandbox": (), "no-sandbox": ("--no-sandbox",)}
+
+
+def timed_eval(questions: Path, jobs: int, out: Path, mode: str) -> float:
     start = time.perf_counter()
     command = [*SGFS, "eval", "--questions", str(questions), "--agent", "true", "--out", str(out), "-j", str(jobs)]
-    subprocess.run([*command, "--quiet", "--no-report"], check=True, capture_output=True)
+    result = subprocess.run([*command, "--quiet", "--no-report", *MODES[mode]], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"bench_eval: {' '.join(command)} failed ({result.returncode}): {result.stderr.strip()}")
     return time.perf_counter() - start
 
 
@@ -42,17 +48,22 @@ def main() -> None:
         small.write_text("\n".join(lines[:4]) + "\n")
         count = len(lines) - 4
         print(f"{len(lines)} questions (seeds {args.seeds}) against 4; medians of {args.repeat} runs")
-        print(f"{'-j':>3} {'small s':>8} {'large s':>8} {'ms/question':>12} {'questions/s':>12}")
+        print(f"{'-j':>3} {'mode':>11} {'small s':>8} {'large s':>8} {'ms/question':>12} {'questions/s':>12}")
         run = 0
         for jobs in (int(j) for j in args.jobs.split(",")):
-            small_s, large_s = [], []
+            small_s: dict[str, list[float]] = {mode: [] for mode in MODES}
+            large_s: dict[str, list[float]] = {mode: [] for mode in MODES}
             for _ in range(args.repeat):
-                run += 1
-                small_s.append(timed_eval(small, jobs, work / f"s{run}"))
-                large_s.append(timed_eval(large, jobs, work / f"l{run}"))
-            a, b = statistics.median(small_s), statistics.median(large_s)
-            per_question = (b - a) / count
-            print(f"{jobs:>3} {a:>8.2f} {b:>8.2f} {1000 * per_question:>12.1f} {1 / per_question:>12.1f}")
+                for mode in MODES:  # interleaved: both modes see the same machine state
+                    run += 1
+                    small_s[mode].append(timed_eval(small, jobs, work / f"s{run}", mode))
+                    large_s[mode].append(timed_eval(large, jobs, work / f"l{run}", mode))
+            for mode in MODES:
+                a, b = statistics.median(small_s[mode]), statistics.median(large_s[mode])
+                per_question = (b - a) / count
+                print(
+                    f"{jobs:>3} {mode:>11} {a:>8.2f} {b:>8.2f} {1000 * per_question:>12.1f} {1 / per_question:>12.1f}"
+                )
 
 
 if __name__ == "__main__":

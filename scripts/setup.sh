@@ -18,6 +18,18 @@ if ! command -v fusermount3 >/dev/null 2>&1 || ! ldconfig -p 2>/dev/null | grep 
     fi
 fi
 
+# bubblewrap: the sandbox every agent of `sgfs eval` and the Python tool run in (docs/dependencies.md).
+if ! command -v bwrap >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1; then
+        echo "sgfs setup: installing bubblewrap (the agents' sandbox)" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq bubblewrap >/dev/null
+    else
+        echo "sgfs setup: install bubblewrap (bwrap) with your package manager, or evaluate with --no-sandbox" >&2
+    fi
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore -e '.[dev,openai,agents]'
 # With a pyenv Python, the `sgfs` command becomes visible on PATH only once pyenv refreshes its shims.
 if command -v pyenv >/dev/null 2>&1; then

@@ -18,7 +18,7 @@ import numpy as np
 from generators import expr
 from generators.builders import text
 from generators.data_files import Field, names, taxonomy, vocabularies
-from generators.rng import Stream
+from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
     EXTENSIONS,
@@ -61,10 +61,11 @@ class _Term:
     outcome: str = ""
 
 
-def build_spec(seed: int, params: Params | None = None) -> Spec:
-    """The procedural spec of repository ``seed``."""
+def build_spec(seed: int, params: Params | None = None, universe: str = "") -> Spec:
+    """The procedural spec of repository ``seed``; with ``universe`` (the seed's salt under a key,
+    ``generators.keys.Key.salt``) that of the keyed universe."""
     params = params or Params()
-    rs = Stream(seed, "spec")
+    rs = root_stream(seed, universe, "spec")
     context, field = _context(rs.child("context"))
     vocab = vocabularies()[field.slug]
     extension = rs.child("extension").pick(EXTENSIONS)
@@ -111,6 +112,7 @@ def build_spec(seed: int, params: Params | None = None) -> Spec:
         variables=(),
         start_date=start.isoformat(),
         params=params,
+        universe=universe,
     )
     variables, terms = _variables(base, vocab, rs.child("variables"))
     spec = replace(base, variables=tuple(variables))

@@ -15,6 +15,7 @@ from sgfs.cli.browse import cat_command, digest_command, ls_command, spec_comman
 from sgfs.cli.eval import eval_command
 from sgfs.cli.export import export_command
 from sgfs.cli.grade import grade_command
+from sgfs.cli.key import key_group
 from sgfs.cli.mcp import mcp_command
 from sgfs.cli.mount import mount_command, unmount_command
 from sgfs.cli.options import drop_stdout, examples, flush_stdout
@@ -53,6 +54,7 @@ for command in (
     eval_command,
     agent_command,
     report_command,
+    key_group,
 ):
     cli.add_command(command)
 

@@ -35,6 +35,7 @@ _lookup_options = [
     click.option("--questions", "questions_file", metavar="FILE", help="Look questions up here, not by seed."),
     click.option("--per-type", type=click.IntRange(0, 1000), default=5, show_default=True, help="As given to qa."),
     click.option("--unanswerable", type=float, default=0.28, show_default=True, help="As given to sgfs qa."),
+    click.option("--key", "key_file", metavar="FILE", default=None, help="As given to sgfs qa / eval (universe key)."),
 ]
 
 
@@ -57,6 +58,7 @@ RANDOM_HELP = "A random choice or number of the right kind, seeded by the questi
 )
 ORACLE_HELP = "Reads the question's evidence files through the mount (cwd), then gives the true answer.\n\n" + examples(
     "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
+    "sgfs eval 1-5 --key universe.key --agent 'sgfs agent oracle --key universe.key' --out runs/sealed",
 )
 
 
@@ -72,18 +74,23 @@ def abstain_command() -> None:
 
 @agent_command.command("random", help=RANDOM_HELP)
 @_with_lookup
-def random_command(question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float) -> None:
+def random_command(
+    question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None
+) -> None:
     from sgfs.eval.agents import find_question, random_answer
 
-    _answer(random_answer(find_question(_question_id(question_id), questions_file, per_type, unanswerable)))
+    question = find_question(_question_id(question_id), questions_file, per_type, unanswerable, key_file)
+    _answer(random_answer(question))
 
 
 @agent_command.command("oracle", help=ORACLE_HELP)
 @_with_lookup
-def oracle_command(question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float) -> None:
+def oracle_command(
+    question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None
+) -> None:
     from sgfs.eval.agents import find_question, oracle_answer
 
-    record = find_question(_question_id(question_id), questions_file, per_type, unanswerable)
+    record = find_question(_question_id(question_id), questions_file, per_type, unanswerable, key_file)
     repo = Path(os.environ.get("SGFS_REPO") or ".")
     try:
         _answer(oracle_answer(record, repo))

@@ -6,9 +6,17 @@ import click
 
 from generators import PathNotFound, Repository
 from generators.spec import from_json
-from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, examples, source_argument, specs_options, write_stdout
+from sgfs.cli.options import (
+    SEED_CONTEXT,
+    SOURCE_HELP,
+    examples,
+    key_option,
+    source_argument,
+    specs_options,
+    write_stdout,
+)
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import load_spec_file, open_repository, repository_factory
+from sgfs.store.repositories import load_key, load_spec_file, open_repository, repository_factory
 
 TREE_HELP = f"Print every file path of a repository, one per line, sorted.\n\n{SOURCE_HELP}\n\n" + examples(
     "sgfs tree 118 | head -3",
@@ -34,6 +42,11 @@ SPEC_HELP = f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP
 )
 
 
+def _open(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> Repository:
+    key = load_key(key_file)
+    return open_repository(source, repository_factory(specs, fallback, key), key)
+
+
 def _missing(source: str, path: str) -> SgfsError:
     return SgfsError(f"no such file or directory in repository {source}: {path}")
 
@@ -41,8 +54,9 @@ def _missing(source: str, path: str) -> SgfsError:
 @click.command("tree", context_settings=SEED_CONTEXT, help=TREE_HELP)
 @source_argument
 @specs_options
-def tree_command(source: str, specs: str | None, fallback: str | None) -> None:
-    repo = open_repository(source, repository_factory(specs, fallback))
+@key_option
+def tree_command(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
+    repo = _open(source, specs, fallback, key_file)
     write_stdout("".join(f"{p}\n" for p in repo.file_paths()))
 
 
@@ -50,8 +64,9 @@ def tree_command(source: str, specs: str | None, fallback: str | None) -> None:
 @source_argument
 @click.argument("path", default="")
 @specs_options
-def ls_command(source: str, path: str, specs: str | None, fallback: str | None) -> None:
-    repo = open_repository(source, repository_factory(specs, fallback))
+@key_option
+def ls_command(source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
+    repo = _open(source, specs, fallback, key_file)
     try:
         node = repo.lookup(path)
         if not node.is_dir:
@@ -67,8 +82,9 @@ def ls_command(source: str, path: str, specs: str | None, fallback: str | None) 
 @source_argument
 @click.argument("path")
 @specs_options
-def cat_command(source: str, path: str, specs: str | None, fallback: str | None) -> None:
-    repo = open_repository(source, repository_factory(specs, fallback))
+@key_option
+def cat_command(source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
+    repo = _open(source, specs, fallback, key_file)
     try:
         if repo.lookup(path).is_dir:
             raise SgfsError(f"is a directory in repository {source}: {path}")
@@ -81,20 +97,22 @@ def cat_command(source: str, path: str, specs: str | None, fallback: str | None)
 @click.command("digest", context_settings=SEED_CONTEXT, help=DIGEST_HELP)
 @source_argument
 @specs_options
-def digest_command(source: str, specs: str | None, fallback: str | None) -> None:
-    write_stdout(open_repository(source, repository_factory(specs, fallback)).digest() + "\n")
+@key_option
+def digest_command(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
+    write_stdout(_open(source, specs, fallback, key_file).digest() + "\n")
 
 
 @click.command("spec", context_settings=SEED_CONTEXT, help=SPEC_HELP)
 @source_argument
 @click.option("--check", is_flag=True, help="Only validate SEED as a spec file; print 'ok' when it is valid.")
 @specs_options
-def spec_command(source: str, check: bool, specs: str | None, fallback: str | None) -> None:
+@key_option
+def spec_command(source: str, check: bool, specs: str | None, fallback: str | None, key_file: str | None) -> None:
     if check:
         repo: Repository = load_spec_file(source)
         write_stdout(f"ok: {repo.spec.project.title}\n")
         return
-    spec = open_repository(source, repository_factory(specs, fallback)).spec
+    spec = _open(source, specs, fallback, key_file).spec
     text = spec.to_json()
     assert from_json(text) == spec  # the round trip is part of the contract
     write_stdout(text)

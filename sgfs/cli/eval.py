@@ -24,7 +24,10 @@ DIR/run.json and DIR/report/.
 
 CMD is a shell command run once per question in the repository's directory on the mount, the prompt on stdin;
 {{prompt_file}}, {{repo}}, {{question_id}} and {{answer_file}} in it are replaced (shell-quoted), and relative
-paths in it (./my-agent, scripts/agent.py) are those of your directory. Protocol: docs/eval.md. Exit codes:
+paths in it (./my-agent, scripts/agent.py) are those of your directory. Each agent runs in a sandbox
+(bubblewrap): it sees the system, the Python environment without sgfs, its repository read-only and a scratch
+directory; never the questions, DIR, the audit log or the key, and no network unless --sandbox-net. sgfs's own
+reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: docs/eval.md. Exit codes:
 0 done, 1 the gate failed, no agent finished (all crashed or timed out) or an output could not be written,
 2 bad input.
 
@@ -59,6 +62,32 @@ paths in it (./my-agent, scripts/agent.py) are those of your directory. Protocol
 @click.option("--max-drop", type=click.FloatRange(0, 1), help="Gate: exit 1 when accuracy drops more than this.")
 @click.option("--junit", "junit_file", metavar="FILE", help="Write JUnit XML, one test case per question.")
 @click.option("--no-report", is_flag=True, help="Skip DIR/report/ (report.md, report.html and plots).")
+@click.option(
+    "--sandbox-bind",
+    "sandbox_binds",
+    multiple=True,
+    metavar="SRC[:DST]",
+    help="Also show SRC (read-only) to the agent, at DST (default SRC): an agent CLI, its config.",
+)
+@click.option(
+    "--sandbox-bind-rw",
+    "sandbox_binds_rw",
+    multiple=True,
+    metavar="SRC[:DST]",
+    help="As --sandbox-bind, writable (a cache the agent keeps).",
+)
+@click.option("--sandbox-net", is_flag=True, help="Share the host's network with the agent (for a model API).")
+@click.option(
+    "--no-sandbox", is_flag=True, help="Run agents unsealed, as you: they can read the answers (see docs/eval.md)."
+)
+@click.option(
+    "--key",
+    "key_file",
+    metavar="FILE",
+    default=None,
+    help="Universe key (`sgfs key new`): questions and the private mount are the keyed universe's; with --mount, "
+    "mount with the same --key. Agents never see it; run.json records its fingerprint.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def eval_command(
     seeds: str | None,
@@ -79,13 +108,19 @@ def eval_command(
     max_drop: float | None,
     junit_file: str | None,
     no_report: bool,
+    sandbox_binds: tuple[str, ...],
+    sandbox_binds_rw: tuple[str, ...],
+    sandbox_net: bool,
+    no_sandbox: bool,
+    key_file: str | None,
     quiet: bool,
 ) -> None:
+    from sgfs.agents.sandbox import Bind, SandboxPolicy
     from sgfs.eval.finish import Baseline, finish
     from sgfs.eval.gate import Gate
-    from sgfs.eval.harness import EvalConfig, run_eval
+    from sgfs.eval.harness import EvalConfig, key_fingerprint, run_eval
     from sgfs.eval.questions import parse_shard
-    from sgfs.eval.results import run_info
+    from sgfs.eval.results import RunInfo, run_info
 
     if (seeds is None) == (questions_file is None):
         raise SgfsError("give either SEEDS or --questions FILE (exactly one)")
@@ -93,6 +128,10 @@ def eval_command(
         raise SgfsError("--audit goes with --mount (a private mount is always audited)")
     if max_drop is not None and baseline is None:
         raise SgfsError("--max-drop needs --baseline DIR")
+    if no_sandbox and (sandbox_binds or sandbox_binds_rw or sandbox_net):
+        raise SgfsError("--sandbox-bind, --sandbox-bind-rw and --sandbox-net go with the sandbox, not --no-sandbox")
+    binds = [Bind.parse(text) for text in sandbox_binds] + [Bind.parse(text, True) for text in sandbox_binds_rw]
+    sandbox = None if no_sandbox else SandboxPolicy(tuple(binds), network=sandbox_net)
     base = Baseline.load(baseline)
     config = EvalConfig(
         agent=agent,
@@ -110,7 +149,12 @@ def eval_command(
         mount=mount,
         audit_file=audit_file,
         quiet=quiet,
+        sandbox=sandbox,
+        key_file=key_file,
     )
+    fingerprint = key_fingerprint(key_file)  # a bad key file is refused before anything else is done
+    if base is not None:  # before any agent runs: a baseline from another universe is no baseline
+        base.check_universe([RunInfo(str(config.out), agent, None, key_fingerprint=fingerprint)])
     summary, records = run_eval(config)
     click.echo(_one_line(summary, config.out), err=True)
     report_dir = None if no_report else config.out / "report"

@@ -9,10 +9,10 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, examples, source_argument, specs_options
+from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, examples, key_option, source_argument, specs_options
 from sgfs.errors import SgfsError
 from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB, DiskCache, read_through
-from sgfs.store.repositories import open_repository, repository_factory
+from sgfs.store.repositories import load_key, open_repository, repository_factory
 
 EXPORT_HELP = f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}\n\n" + examples(
     "sgfs export 118 ./repo118",
@@ -27,6 +27,7 @@ EXPORT_HELP = f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}\n\n
 @click.option("--force", is_flag=True, help="Write into DIR even if it is not empty (overwriting same-named files).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @specs_options
+@key_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -40,9 +41,11 @@ def export_command(
     quiet: bool,
     specs: str | None,
     fallback: str | None,
+    key_file: str | None,
     cache_dir: str | None,
 ) -> None:
-    repo = open_repository(source, repository_factory(specs, fallback))
+    key = load_key(key_file)
+    repo = open_repository(source, repository_factory(specs, fallback, key), key)
     cache = DiskCache(Path(cache_dir), DEFAULT_DISK_CACHE_MB << 20) if cache_dir else None
     paths = repo.file_paths()
     columns = (TextColumn("export"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

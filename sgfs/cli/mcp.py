@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from sgfs.cli.options import examples
+from sgfs.cli.options import examples, key_option
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import parse_seed_list
+from sgfs.store.repositories import keyed_procedural, load_key, parse_seed_list
 from sgfs.store.source import DEFAULT_CACHE_MB, MIB
 
 MCP_HELP = """Serve repositories to an MCP client through read-only filesystem tools.
@@ -21,6 +21,7 @@ URL once the server listens.
     "sgfs mcp --seeds 1-20 --python        # also the sandboxed Python tool",
     "sgfs mcp --transport http --port 8000 # prints: sgfs mcp: serving on http://127.0.0.1:8000/mcp",
     "sgfs mcp --transport http --port 0    # any free port (the line says which)",
+    "sgfs mcp --seeds 1-20 --key universe.key   # the keyed universe's repositories",
 )
 
 
@@ -49,7 +50,20 @@ URL once the server listens.
 @click.option(
     "--python-timeout", type=click.FloatRange(0, min_open=True), default=60.0, show_default=True, help="Seconds."
 )
-@click.option("--python-memory-mb", type=click.IntRange(64), default=512, show_default=True, help="Memory limit.")
+@click.option(
+    "--python-memory-mb",
+    type=click.IntRange(64),
+    default=512,
+    show_default=True,
+    help="Memory limit of one call: all its processes together.",
+)
+@click.option(
+    "--python-unsealed",
+    is_flag=True,
+    help="Run the Python tool without its sandbox (for machines without bubblewrap): UNSEALED, the code sees "
+    "the host, sgfs included, and can read the truth. Without it, --python refuses to start where no sandbox can.",
+)
+@key_option
 def mcp_command(
     seeds: str,
     transport: str,
@@ -59,8 +73,11 @@ def mcp_command(
     with_python: bool,
     python_timeout: float,
     python_memory_mb: int,
+    python_unsealed: bool,
+    key_file: str | None,
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
+    factory = keyed_procedural(load_key(key_file))
     try:
         from sgfs.agents.mcp.server import run_server
     except ImportError as exc:
@@ -68,5 +85,12 @@ def mcp_command(
     from sgfs.agents.pytool import PythonLimits
     from sgfs.store.source import MountSource
 
-    python = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb) if with_python else None
-    run_server(MountSource(seed_list, cache_mb * MIB), transport, host, port, python)
+    python = None
+    if with_python:
+        from sgfs.agents.pytool import sandbox_problem
+
+        python = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb, isolate=not python_unsealed)
+        problem = sandbox_problem(python, "--python-unsealed")
+        if problem is not None:
+            raise SgfsError(problem)
+    run_server(MountSource(seed_list, cache_mb * MIB, factory=factory), transport, host, port, python)

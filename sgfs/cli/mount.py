@@ -6,13 +6,13 @@ import os
 
 import click
 
-from sgfs.cli.options import examples, specs_options
+from sgfs.cli.options import examples, key_option, specs_options
 from sgfs.errors import SgfsError
 from sgfs.mount.control import FSTYPE, check_fuse, check_mount_point, mount_type, start_daemon, unmount
 from sgfs.mount.daemon import serve, setup_logging
 from sgfs.mount.options import MountOptions
 from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB
-from sgfs.store.repositories import mount_repositories, parse_seed_list
+from sgfs.store.repositories import load_key, mount_repositories, parse_seed_list
 from sgfs.store.source import DEFAULT_CACHE_MB
 
 MOUNT_HELP = """Serve repositories at MNT as a read-only FUSE filesystem.
@@ -26,6 +26,7 @@ the mount answers; stop it with `sgfs unmount MNT`.
     "ls /mnt/sgfs/118 && cat /mnt/sgfs/3/README.md",
     "sgfs unmount /mnt/sgfs",
     "sgfs mount /mnt/sgfs --seeds 1 --foreground   # log on stderr; Ctrl-C unmounts",
+    "sgfs mount /mnt/sealed --key universe.key     # the keyed universe (same seeds, other repositories)",
 )
 UNMOUNT_HELP = "Unmount an sgfs mount and return once it is gone.\n\n" + examples(
     "sgfs unmount /mnt/sgfs",
@@ -60,6 +61,7 @@ UNMOUNT_HELP = "Unmount an sgfs mount and return once it is gone.\n\n" + example
     "turns off the kernel's page cache.",
 )
 @specs_options
+@key_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -89,6 +91,7 @@ def mount_command(
     audit_file: str | None,
     specs: str | None,
     fallback: str | None,
+    key_file: str | None,
     cache_dir: str | None,
     no_disk_cache: bool,
     disk_cache_mb: int,
@@ -96,6 +99,7 @@ def mount_command(
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
     listed = len(seed_list)
+    load_key(key_file)  # a bad key file is refused here, in one line, not by the daemon
     if specs is not None:
         pack = mount_repositories(specs, fallback)  # refuses a corrupt or hostile pack before mounting
         listed = listed or len(pack.pack.seeds())  # the root lists the pack's seeds unless --seeds says otherwise
@@ -113,6 +117,7 @@ def mount_command(
         cache_dir=cache_dir,
         disk_cache_mb=disk_cache_mb,
         workers=workers,
+        key_file=key_file,
     )
     check_fuse()
     mnt = check_mount_point(mountpoint)

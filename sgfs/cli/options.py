@@ -18,6 +18,17 @@ SPECS_HELP = "Read specs from this spec pack (see `sgfs specs`) instead of the p
 FALLBACK_HELP = "With --specs: seeds outside the pack get the procedural spec instead of an error."
 
 
+KEY_HELP = (
+    "Universe key (`sgfs key new FILE`): repositories and questions become a function of (key, seed), "
+    "reproducible with the key and unpredictable without it."
+)
+
+
+def key_option(command: click.decorators.FC) -> click.decorators.FC:
+    """``--key FILE`` for every command that makes a repository or a question."""
+    return click.option("--key", "key_file", metavar="FILE", default=None, help=KEY_HELP)(command)
+
+
 def examples(*lines: str) -> str:
     """An "Examples:" paragraph for a command's help; click's \\b marker keeps its lines as written."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TextIO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import examples, specs_options
+from sgfs.cli.options import examples, key_option, specs_options
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import RepositoryFactory, parse_seed_list, repository_factory
+from sgfs.store.repositories import RepositoryFactory, load_key, parse_seed_list, repository_factory
 
 if TYPE_CHECKING:
     from qa.generate import Options
@@ -29,6 +29,7 @@ QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)
     "sgfs qa 1-50 --out questions.jsonl",
     "sgfs qa 118 --per-type 1 --out - | head -1     # one JSON object per line",
     "sgfs qa 1-20 --unanswerable 0.5 --specs llm.sgfspack --out hard.jsonl",
+    "sgfs qa 1-20 --key universe.key --out sealed.jsonl   # the keyed universe's questions",
 )
 
 
@@ -52,13 +53,21 @@ QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @specs_options
+@key_option
 def qa_command(
-    seeds: str, out: str, per_type: int, unanswerable: float, quiet: bool, specs: str | None, fallback: str | None
+    seeds: str,
+    out: str,
+    per_type: int,
+    unanswerable: float,
+    quiet: bool,
+    specs: str | None,
+    fallback: str | None,
+    key_file: str | None,
 ) -> None:
     from qa.generate import Options  # scipy is heavy: only the commands that need it import it
 
     seed_list = parse_seed_list(seeds)
-    factory = repository_factory(specs, fallback)
+    factory = repository_factory(specs, fallback, load_key(key_file))
     options = Options(per_type=per_type, unanswerable=unanswerable)
     if out == "-":
         _write(seed_list, factory, options, sys.stdout, quiet=True)

@@ -1,7 +1,8 @@
 """Reference agents (`sgfs agent abstain|random|oracle`): the floor, chance, and the ceiling that checks the audit.
 
 ``random`` and ``oracle`` look the question up by id in the privileged record: regenerated from the seed
-(ids are ``<seed>-<type>-<k>``; generation is deterministic) or read from ``--questions FILE``.
+(ids are ``<seed>-<type>-<k>``; generation is deterministic; in a keyed universe with ``--key FILE``) or read from
+``--questions FILE``.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from pathlib import Path
 from qa.model import NOT_POSSIBLE, Answer, Question
 from qa.records import QuestionsError, find_in_file, generated_records
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import procedural_repository
+from sgfs.store.repositories import keyed_procedural, load_key
 
 
-def find_question(question_id: str, questions_file: str | None, per_type: int, unanswerable: float) -> Question:
+def find_question(
+    question_id: str, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None = None
+) -> Question:
     try:
         if questions_file is not None:
             return _in_file(question_id, questions_file)
-        return _regenerated(question_id, per_type, unanswerable)
+        return _regenerated(question_id, per_type, unanswerable, key_file)
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
 
@@ -32,14 +35,15 @@ def _in_file(question_id: str, questions_file: str) -> Question:
     return record.question
 
 
-def _regenerated(question_id: str, per_type: int, unanswerable: float) -> Question:
+def _regenerated(question_id: str, per_type: int, unanswerable: float, key_file: str | None) -> Question:
     from qa.generate import Options
 
     seed_text = question_id.split("-", 1)[0]
     if not seed_text.isdigit():
         raise SgfsError(f"question id {question_id!r} does not start with a seed")
     options = Options(per_type=per_type, unanswerable=unanswerable)
-    for record in generated_records([procedural_repository(int(seed_text))], options):
+    factory = keyed_procedural(load_key(key_file, warn=False))
+    for record in generated_records([factory(int(seed_text))], options):
         if record.id == question_id:
             return record.question
     raise SgfsError(f"no question {question_id} among seed {seed_text}'s (wrong --per-type or --unanswerable?)")

@@ -11,7 +11,7 @@ import click
 from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval.gate import Gate, check_gate
-from sgfs.eval.results import LoadedRuns, RunInfo, load_results, write_error
+from sgfs.eval.results import LoadedRuns, RunInfo, check_same_universe, load_results, write_error
 from sgfs.eval.summary import RunSummary, summarize_records
 
 
@@ -25,6 +25,12 @@ class Baseline:
     @classmethod
     def load(cls, name: str | None) -> Baseline | None:
         return None if name is None else cls(name, load_results([name]))
+
+    def check_universe(self, runs: Sequence[RunInfo]) -> None:
+        """Refuses a baseline made with another universe key (or with one where the run has none, or the reverse)."""
+        for theirs in self.runs.runs[:1]:
+            for mine in runs[:1]:
+                check_same_universe(mine, theirs, "a run and a baseline")
 
     def compare(self, records: Sequence[ResultRecord]) -> Comparison:
         """Both runs restricted to the items (id, variant) they share; an SgfsError when they share none."""
@@ -70,6 +76,8 @@ def finish(
     """Writes ``junit_file`` and the report in ``report_dir`` (each when given), then applies the gate: an
     SgfsError with exit code 1 when it fails. ``summary`` is that of ``records``; ``runs`` what the report says
     of the runs they come from. The baseline is compared on the items both runs hold (said on stderr)."""
+    if baseline is not None:
+        baseline.check_universe(runs)
     comparison = None if baseline is None else baseline.compare(records)
     if comparison is not None:
         click.echo(f"sgfs: {comparison.line()}", err=True)

@@ -8,7 +8,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import FrameType
@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from qa.model import Json
 from qa.records import AskedQuestion, QuestionSource
 from qa.result_record import ResultRecord
+from sgfs.agents.sandbox import SandboxPolicy, check_sandbox, hidden_paths
 from sgfs.errors import SgfsError
 from sgfs.eval.mount import RunMount, private_mount, user_mount
 from sgfs.eval.protocol import check_agent, resolve_relative
@@ -37,6 +38,7 @@ from sgfs.eval.results import (
 from sgfs.eval.runner import Interrupted, Runner, RunSettings
 from sgfs.eval.summary import RunSummary, summarize_records
 from sgfs.mount.audit import AuditReader
+from sgfs.store.repositories import load_key
 
 
 @dataclass(frozen=True)
@@ -56,17 +58,23 @@ class EvalConfig:
     mount: str | None
     audit_file: str | None
     quiet: bool
+    # None: --no-sandbox (unsealed); a policy: every agent but sgfs's reference agents runs in a sandbox.
+    sandbox: SandboxPolicy | None = field(default_factory=SandboxPolicy)
+    # A universe key FILE (--key): questions and the private mount are the keyed universe's. With --mount, the
+    # user's mount must have been started with the same key. Only its fingerprint is recorded.
+    key_file: str | None = None
 
 
 def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
     """The items of this run (its shard) and the digest of every item of the whole run, before sharding."""
     source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
+    key = load_key(config.key_file)
     if config.questions_file is not None:
-        items = load_questions(source, config.variant)
+        items = load_questions(source, config.variant, key=key)
     else:
         with _progress(config.quiet or not sys.stderr.isatty()) as progress:
             task = progress.add_task("generating questions", total=len(source.seeds), accuracy="")
-            items = load_questions(source, config.variant, lambda: progress.advance(task))
+            items = load_questions(source, config.variant, lambda: progress.advance(task), key=key)
     run_digest = digest(items)
     items = select_shard(items, config.shard)
     if not items:
@@ -96,6 +104,8 @@ def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) ->
         timeout_s=config.timeout_s,
         jobs=config.jobs,
         mount="private" if config.mount is None else "user",
+        sandbox=None if config.sandbox is None else config.sandbox.describe(),
+        key_fingerprint=key_fingerprint(config.key_file),
     )
 
 
@@ -117,6 +127,8 @@ def prepare_directory(
     if existing is not None and (started or config.resume):
         if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
+        if existing.get("key_fingerprint") != meta.key_fingerprint:
+            raise SgfsError(f"cannot resume {out}: it was made with another universe key (fingerprints differ)")
         if existing.get("agent") != config.agent:
             raise SgfsError(f"cannot resume {out}: it was made with another agent ({existing.get('agent')!r})")
     try:
@@ -154,6 +166,8 @@ def _progress(quiet: bool) -> Progress:
 def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     """Run what is missing, write results, summary and run.json; the summary and every record, in item order."""
     check_agent(config.agent)
+    if config.sandbox is not None:
+        check_sandbox()  # one line saying why, exit 2, before anything is written
     items, run_digest = load_items(config)
     meta, done = prepare_directory(config, items, run_digest)
     wanted = {item.key for item in items}
@@ -167,7 +181,9 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
             stack.enter_context(sigterm_as_interrupt())
             mount: RunMount
             if config.mount is None:
-                mount = stack.enter_context(private_mount(seeds))
+                mount = stack.enter_context(
+                    private_mount(seeds, None if config.key_file is None else os.path.abspath(config.key_file))
+                )
             else:
                 mount = user_mount(config.mount, config.audit_file)
                 if mount.audit_file is None:
@@ -180,7 +196,7 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgfs-eval-work-")))
             # Relative paths in the command are the caller's: the agent itself runs in the repository.
             command = resolve_relative(config.agent, os.getcwd())
-            runner = Runner(RunSettings(command, mount.path, config.timeout_s, workdir, reader))
+            runner = Runner(RunSettings(command, mount.path, config.timeout_s, workdir, reader, _sealed(config, mount)))
             writer = ResultsWriter(config.out / RESULTS)
             stack.callback(writer.close)
             progress = stack.enter_context(_progress(config.quiet or not sys.stderr.isatty()))
@@ -211,6 +227,21 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     summary = replace(summarize_records(records), questions_digest=meta.questions_digest)
     write_json(config.out / SUMMARY, summary.to_json())
     return summary, records
+
+
+def key_fingerprint(key_file: str | None) -> str | None:
+    """The fingerprint run.json records for ``--key FILE`` (None without a key); never the key."""
+    key = load_key(key_file, warn=False)
+    return None if key is None else key.fingerprint
+
+
+def _sealed(config: EvalConfig, mount: RunMount) -> SandboxPolicy | None:
+    """The run's sandbox policy with what no agent may see: the run directory, the questions, the audit log,
+    and the key, even through a directory the user binds. (Other questions' scratch directories are never bound.)"""
+    if config.sandbox is None:
+        return None
+    secret = hidden_paths(config.out, config.questions_file, mount.audit_file, getattr(config, "key_file", None))
+    return replace(config.sandbox, hidden=(*config.sandbox.hidden, *secret))
 
 
 def _accuracy(correct: int, total: int) -> str:

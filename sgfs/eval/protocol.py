@@ -9,6 +9,7 @@ import re
 import shlex
 import shutil
 import stat
+import sys
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -68,6 +69,26 @@ def resolve_relative(template: str, caller_dir: str) -> str:
         return prefix + shlex.quote(path)
 
     return _PATH_WORD.sub(absolute, template)
+
+
+REFERENCE_AGENTS = ("abstain", "random", "oracle")
+_SAFE_WORD = re.compile(r"[\w./+@%,:=~-]+")
+
+
+def reference_agent(command: str) -> list[str] | None:
+    """The argv of one of sgfs's own reference agents (``sgfs agent oracle|random|abstain`` with plain options)
+    run by this installation's interpreter, or None. These are trusted code that must read the truth (the
+    oracle is the ceiling that checks the audit), so they run outside the sandbox: without a shell, so that
+    nothing else can ride along."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if len(words) < 3 or words[0] != "sgfs" or words[1] != "agent" or words[2] not in REFERENCE_AGENTS:
+        return None
+    if not all(_SAFE_WORD.fullmatch(word) for word in words[3:]):
+        return None
+    return [sys.executable, "-m", "sgfs", *words[1:]]
 
 
 def check_agent(template: str) -> None:

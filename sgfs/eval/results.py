@@ -132,6 +132,8 @@ class RunDescription:
     timeout_s: float
     jobs: int
     mount: str
+    sandbox: dict[str, Json] | None = None  # what agents could see beyond the default; None: --no-sandbox
+    key_fingerprint: str | None = None  # the universe key's fingerprint (never the key); None: the open universe
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -146,6 +148,8 @@ class RunDescription:
             "timeout_s": self.timeout_s,
             "jobs": self.jobs,
             "mount": self.mount,
+            "sandbox": self.sandbox,
+            "key_fingerprint": self.key_fingerprint,
         }
 
 
@@ -163,6 +167,7 @@ class RunInfo:
     sgfs_version: str | None
     identity: str | None = None  # equal for the shards of one run; None: a run of its own (an Inspect log...)
     shard: tuple[int, int] | None = None  # (index, count) of a shard
+    key_fingerprint: str | None = None  # the universe key's (run.json); None: the open universe
 
     @classmethod
     def of(cls, directory: Path | str, meta: Mapping[str, Json] | None) -> RunInfo:
@@ -181,7 +186,26 @@ class RunInfo:
             str(version) if version else None,
             identity,
             _shard((meta or {}).get("shard")),
+            _fingerprint((meta or {}).get("key_fingerprint")),
         )
+
+
+def _fingerprint(value: Json) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def check_same_universe(first: RunInfo, other: RunInfo, what: str = "runs") -> None:
+    """Refuses (one line, exit 2) to put together runs made in different universes (different keys, or a key
+    and none): their questions and answers are different even where the ids agree."""
+    if first.key_fingerprint != other.key_fingerprint:
+        raise SgfsError(
+            f"{other.dir} ({_universe(other.key_fingerprint)}) and {first.dir} ({_universe(first.key_fingerprint)}) "
+            f"were made in different universes: {what} with different keys are never compared"
+        )
+
+
+def _universe(fingerprint: str | None) -> str:
+    return f"key {fingerprint}" if fingerprint else "no key"
 
 
 def _shard(value: Json) -> tuple[int, int] | None:
@@ -245,6 +269,7 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
 def _check_same_run(runs: list[RunInfo], run: RunInfo) -> None:
     """Refuses ``run`` unless it is another shard of the run the shards in ``runs`` come from."""
     first = runs[0]
+    check_same_universe(first, run)
     if run.identity is None or first.identity is None or run.identity != first.identity:
         raise SgfsError(
             f"{run.dir} and {first.dir} are not shards of one run (agent, questions or variant differ, or one "
@@ -279,4 +304,6 @@ def _inspect_log(path: Path) -> tuple[list[ResultRecord], RunInfo]:
         raise SgfsError(f"cannot read Inspect log {path}: {exc}") from None
     # A sample that errored before scoring counts as wrong, like a crashed agent.
     graded = [replace(r, correct=bool(r.correct), abstained=bool(r.abstained)) for r in records]
-    return graded, RunInfo(str(path), f"inspect_ai {log.eval.task} on {log.eval.model}", None)
+    fingerprint = _fingerprint((getattr(log.eval, "metadata", None) or {}).get("key_fingerprint"))
+    agent = f"inspect_ai {log.eval.task} on {log.eval.model}"
+    return graded, RunInfo(str(path), agent, None, key_fingerprint=fingerprint)

@@ -1,10 +1,12 @@
-"""Running the agent on each item: one process group (and session) per question, timeouts, statuses, grading."""
+"""Running the agent on each item: one sandbox (or, unsealed, one session) per question, timeouts, statuses,
+grading."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -20,8 +22,10 @@ from typing import IO
 from qa.grading import grade
 from qa.records import AskedQuestion
 from qa.result_record import EvalDetails, ResultRecord
-from sgfs.eval.protocol import AgentAnswer, AnswerFileError, command_line, prompt, read_answer
-from sgfs.mount.audit import AuditReader, evidence_fields
+from sgfs.agents.sandbox import Layout, SandboxedProcess, SandboxPolicy, command_paths, start
+from sgfs.errors import SgfsError
+from sgfs.eval.protocol import AgentAnswer, AnswerFileError, command_line, prompt, read_answer, reference_agent
+from sgfs.mount.audit import Access, AuditReader, Origin, evidence_fields
 
 STDERR_TAIL = 2000
 KILL_GRACE_S = 2.0
@@ -39,6 +43,7 @@ class RunSettings:
     timeout_s: float
     workdir: Path  # private scratch space outside the mount: prompt and answer files
     audit: AuditReader | None
+    sandbox: SandboxPolicy | None = None  # None: --no-sandbox (unsealed)
 
 
 class Interrupted(Exception):
@@ -108,9 +113,17 @@ class Runner:
             SGFS_ANSWER_FILE=str(answer_file),
         )
         env[TOKEN_VARIABLE] = secrets.token_hex(16)
+        command = command_line(settings.agent, values)
+        argv = reference_agent(command)
+        layout = None
+        if argv is None:
+            argv = ["/bin/sh", "-c", command]
+            if settings.sandbox is not None:
+                words = _words(command)
+                layout = Layout(settings.sandbox, repo, str(scratch), command_paths(words), _home())
         start = time.monotonic()
-        stdout, stderr, exit_code, timed_out, session = _execute(
-            command_line(settings.agent, values), repo, env, prompt_file, settings, self._lock, self._groups
+        stdout, stderr, exit_code, timed_out, access = _execute(
+            argv, layout, repo, env, prompt_file, settings, self._lock, self._groups
         )
         elapsed = time.monotonic() - start
         refused = None
@@ -131,9 +144,6 @@ class Runner:
         else:
             status = "ok"
         verdict = grade(item.graded, answer.value) if not answer.empty else None
-        access = None
-        if settings.audit is not None and session is not None:
-            access = settings.audit.take(session)
         question = item.question
         audit = evidence_fields(access, question.seed, question.evidence)
         counted = verdict if status == "ok" else None  # only an answer given in time by a clean exit counts
@@ -173,36 +183,57 @@ def _signal_group(group: int, sig: signal.Signals) -> None:
         os.killpg(group, sig)
 
 
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _home() -> str:
+    return os.environ.get("HOME") or "/root"
+
+
 def _execute(
-    command: str,
+    argv: list[str],
+    layout: Layout | None,
     cwd: str,
     env: dict[str, str],
     stdin_file: Path,
     settings: RunSettings,
     lock: threading.Lock,
     groups: set[int],
-) -> tuple[str, str, int | None, bool, int | None]:
-    """Run ``command`` with ``sh -c`` in a new session; (stdout, stderr, exit code, timed out, session id).
+) -> tuple[str, str, int | None, bool, Access | None]:
+    """Run ``argv`` in a new session, in the sandbox ``layout`` unless None; (stdout, stderr, exit code, timed
+    out, what the audit saw it do: None when the run is not audited).
 
     Nothing here waits on the agent's pipes: stdin is the prompt file and stdout and stderr are unlinked files,
     so a detached descendant that keeps them open cannot hold the harness past ``--timeout``. When the agent
-    exits or is killed, every process it started goes too (its group, its session, and whatever carries its
-    token in its environment, whatever session it made)."""
+    exits or is killed, every process it started goes too: a sandbox's PID namespace dies with it; outside one,
+    its group, its session, and whatever carries its token in its environment, whatever session it made."""
     token = env[TOKEN_VARIABLE]
+    sandboxed: SandboxedProcess | None = None
     with contextlib.ExitStack() as stack:
         out_file = stack.enter_context(tempfile.TemporaryFile(dir=settings.workdir))
         err_file = stack.enter_context(tempfile.TemporaryFile(dir=settings.workdir))
         stdin = stack.enter_context(open(stdin_file, "rb"))
         try:
-            proc = subprocess.Popen(
-                ["/bin/sh", "-c", command],
-                cwd=cwd,
-                env=env,
-                stdin=stdin,
-                stdout=out_file,
-                stderr=err_file,
-                start_new_session=True,  # its own session and process group: attribution and clean kills
-            )
+            if layout is not None:
+                sandboxed = start(layout, argv, env=env, stdin=stdin, stdout=out_file, stderr=err_file)
+                stack.callback(sandboxed.close)  # after the audit was taken (below): the namespace is held
+                proc = sandboxed.process
+            else:
+                proc = subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=stdin,
+                    stdout=out_file,
+                    stderr=err_file,
+                    start_new_session=True,  # its own session and process group: attribution and clean kills
+                )
+        except SgfsError as exc:
+            return "", f"cannot start the sandbox: {exc}", None, False, None
         except OSError as exc:
             return "", f"cannot start the agent in {cwd}: {exc.strerror or exc}", None, False, None
         with lock:
@@ -230,7 +261,11 @@ def _execute(
                     proc.wait(timeout=KILL_GRACE_S)  # a process stuck in the kernel is not waited for forever
         stdout = _tail(out_file, STDOUT_LIMIT)
         stderr = _tail(err_file, STDERR_LIMIT)
-    return stdout, stderr, proc.returncode, timed_out, proc.pid
+        access = None
+        if settings.audit is not None:
+            origin: Origin = ("pidns", sandboxed.namespace) if sandboxed is not None else ("sid", proc.pid)
+            access = settings.audit.take(origin)
+    return stdout, stderr, proc.returncode, timed_out, access
 
 
 def _tail(handle: IO[bytes], limit: int) -> str:

@@ -3,8 +3,10 @@ listing, open and read events, and the harness's reader of them.
 
 An audited mount (``sgfs mount --audit FILE``) appends one JSON line per directory listing, file open and read
 request to FILE, which lies outside the mount and is never visible through it. Each event carries the
-session id of the calling process: the harness starts every agent in a new session, so the session id
-names the question, whatever processes the agent forks (even ones that make their own process groups).
+session id and the PID namespace of the calling process. A sandboxed agent (the default of ``sgfs eval``) has
+a PID namespace of its own that every process it starts shares, whatever sessions they make, so the namespace
+names the question; an unsandboxed one (``--no-sandbox``) is named by its session, which a child that calls
+``setsid`` leaves.
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ class AuditSink:
             sid: int | None = os.getsid(pid)
         except OSError:  # the caller is already gone (or pid 0 for kernel-initiated requests)
             sid = None
-        line = json.dumps({"sid": sid, "pid": pid, "op": op, "path": path, "bytes": size}, ensure_ascii=False)
+        try:
+            pidns: int | None = os.stat(f"/proc/{pid}/ns/pid").st_ino
+        except OSError:
+            pidns = None
+        event = {"sid": sid, "pidns": pidns, "pid": pid, "op": op, "path": path, "bytes": size}
+        line = json.dumps(event, ensure_ascii=False)
         with contextlib.suppress(OSError):  # a full or removed sink must not break the filesystem
             os.write(self._fd, (line + "\n").encode("utf-8"))
 
@@ -83,15 +90,19 @@ class Access:
     listed: list[str] = field(default_factory=list)
 
 
+Origin = tuple[str, int]  # ("sid", session id) or ("pidns", PID namespace inode)
+
+
 class AuditReader:
-    """Follows an audit file from a given offset and buckets its events by session id; thread-safe."""
+    """Follows an audit file from a given offset and buckets its events by session id and by PID namespace;
+    thread-safe."""
 
     def __init__(self, path: str, start_at_end: bool = True) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._offset = os.path.getsize(path) if start_at_end and os.path.exists(path) else 0
         self._pending = b""
-        self._sessions: dict[int, Access] = {}
+        self._origins: dict[Origin, Access] = {}
 
     def _collect(self) -> None:
         try:
@@ -108,21 +119,23 @@ class AuditReader:
                 event: dict[str, Any] = json.loads(line)
             except ValueError:
                 continue
-            sid = event.get("sid")
-            if not isinstance(sid, int):
-                continue
-            access = self._sessions.setdefault(sid, Access())
             path = str(event.get("path", ""))
-            if event.get("op") in ("open", "read"):
-                access.bytes_read[path] = access.bytes_read.get(path, 0) + int(event.get("bytes", 0))
-            elif event.get("op") == "readdir" and path not in access.listed:
-                access.listed.append(path)
+            for kind in ("sid", "pidns"):
+                value = event.get(kind)
+                if not isinstance(value, int):
+                    continue
+                access = self._origins.setdefault((kind, value), Access())
+                if event.get("op") in ("open", "read"):
+                    access.bytes_read[path] = access.bytes_read.get(path, 0) + int(event.get("bytes", 0))
+                elif event.get("op") == "readdir" and path not in access.listed:
+                    access.listed.append(path)
 
-    def take(self, sid: int) -> Access:
-        """Everything session ``sid`` did so far (call once its processes have exited), forgotten here."""
+    def take(self, origin: Origin) -> Access:
+        """Everything done so far by the processes of ``origin`` (a session, or a PID namespace), forgotten
+        here; call once they have exited (and, for a namespace, while it is still held open)."""
         with self._lock:
             self._collect()
-            return self._sessions.pop(sid, Access())
+            return self._origins.pop(origin, Access())
 
 
 def evidence_fields(access: Access | None, seed: int, evidence: list[str]) -> dict[str, Any]:

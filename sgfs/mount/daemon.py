@@ -24,7 +24,7 @@ from sgfs.errors import SgfsError
 from sgfs.mount.control import FSNAME, check_fuse, check_mount_point
 from sgfs.mount.options import MountOptions
 from sgfs.store.diskcache import DiskCache, default_cache_dir
-from sgfs.store.repositories import mount_repositories
+from sgfs.store.repositories import keyed_procedural, load_key, mount_repositories
 from sgfs.store.source import MIB, MountSource
 from sgfs.store.synthpool import SynthesisPool
 
@@ -78,10 +78,13 @@ def serve(
     mnt = check_mount_point(mountpoint)
     options = options.checked(mnt)
     seeds = list(options.seeds)
+    key = load_key(options.key_file, warn=False)  # `sgfs mount` has warned already
     if factory is None and options.specs is not None:
-        pack = mount_repositories(options.specs, options.fallback)
+        pack = mount_repositories(options.specs, options.fallback, key)
         factory = pack
         seeds = seeds or pack.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
+    elif factory is None and key is not None:
+        factory = keyed_procedural(key)
     workers, cache_dir = options.workers, options.cache_dir
     from sgfs.mount.audit import AuditedFilesystem, AuditSink
     from sgfs.mount.kernel.pages import ListingBook

@@ -28,6 +28,7 @@ class MountOptions:
     workers: int | None = None  # synthesis processes; None: one per core; 0: none
     cache_listings: bool = True  # False: every listing reaches the daemon (tests, benchmarks)
     exit_with: int | None = None  # unmount once the process with this pid is gone
+    key_file: str | None = None  # universe key FILE (its path travels to the daemon, never the key)
 
     def checked(self, mountpoint: str) -> MountOptions:
         """These options with absolute paths, or an SgfsError naming the first one that cannot work."""
@@ -52,6 +53,7 @@ class MountOptions:
             log_file=log_file,
             audit_file=audit_file,
             specs=None if self.specs is None else os.path.abspath(self.specs),
+            key_file=None if self.key_file is None else os.path.abspath(self.key_file),
             cache_dir=self.cache_dir if not self.cache_dir else os.path.abspath(self.cache_dir),
         )
 
@@ -67,6 +69,7 @@ class MountOptions:
             ("--cache-dir", self.cache_dir),
             ("--workers", self.workers),
             ("--exit-with", self.exit_with),
+            ("--key", self.key_file),
         ):
             if value is not None:
                 argv += [flag, str(value)]
@@ -91,6 +94,7 @@ class MountOptions:
         parser.add_argument("--disk-cache-mb", type=int, default=DEFAULT_DISK_CACHE_MB)
         parser.add_argument("--workers", type=int, default=None, help="synthesis processes (0: none; default: cores)")
         parser.add_argument("--no-listing-cache", action="store_true", help="every listing reaches the daemon")
+        parser.add_argument("--key", default=None, help="universe key file (the daemon reads the key from it)")
         args = parser.parse_args(argv)
         options = cls(
             seeds=tuple(parse_seed_list(args.seeds)) if args.seeds.strip() else (),
@@ -104,5 +108,6 @@ class MountOptions:
             workers=args.workers,
             cache_listings=not args.no_listing_cache,
             exit_with=args.exit_with,
+            key_file=args.key,
         )
         return args.mountpoint, options, args.background

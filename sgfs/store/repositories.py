@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from generators import MAX_SEED, Repository, SpecError, build_spec
+from generators.keys import Key, KeyFileError, exposed
 from generators.packs import MAX_SPEC_BYTES, PackError, PackRepositories, SeedNotInPack, SpecPack, check_untrusted
 from generators.spec import from_json
 from sgfs.errors import SgfsError
@@ -77,11 +80,39 @@ def load_spec_file(path: str) -> Repository:
 RepositoryFactory = Callable[[int], Repository]
 
 
+def load_key(path: str | None, *, warn: bool = True) -> Key | None:
+    """The universe key in ``path`` (``--key FILE``), None without one; a bad key file is one SgfsError. A key
+    file others can read gets a one-line warning on stderr (a published key is fine to reuse)."""
+    if path is None:
+        return None
+    try:
+        key = Key.load(path)
+    except KeyFileError as exc:
+        raise SgfsError(str(exc)) from None
+    if warn and exposed(path):
+        sys.stderr.write(f"sgfs: warning: key file {path} is readable by others (fine for a published key)\n")
+    return key
+
+
 def procedural_repository(seed: int) -> Repository:
     try:
         return Repository(build_spec(seed))
     except SpecError as exc:  # a builder bug, reported rather than hidden
         raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+
+
+def keyed_procedural(key: Key | None) -> RepositoryFactory:
+    """The procedural builder in ``key``'s universe (the open one without a key)."""
+    if key is None:
+        return procedural_repository
+
+    def keyed(seed: int) -> Repository:
+        try:
+            return Repository(build_spec(seed, universe=key.salt(seed)))
+        except SpecError as exc:
+            raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
+
+    return keyed
 
 
 def open_pack(path: str) -> SpecPack:
@@ -91,13 +122,14 @@ def open_pack(path: str) -> SpecPack:
         raise SgfsError(str(exc)) from None
 
 
-def repository_factory(specs: str | None, fallback: str | None = None) -> RepositoryFactory:
-    """Where specs come from: the procedural builder, or a spec pack (``--specs``, ``--fallback``)."""
+def repository_factory(specs: str | None, fallback: str | None = None, key: Key | None = None) -> RepositoryFactory:
+    """Where specs come from: the procedural builder, or a spec pack (``--specs``, ``--fallback``); with ``key``,
+    in that key's universe."""
     if specs is None:
         if fallback is not None:
             raise SgfsError("--fallback only applies with --specs PACK")
-        return procedural_repository
-    repositories = PackRepositories(open_pack(specs), fallback=fallback == "procedural")
+        return keyed_procedural(key)
+    repositories = PackRepositories(open_pack(specs), fallback=fallback == "procedural", key=key)
 
     def from_pack(seed: int) -> Repository:
         try:
@@ -110,14 +142,20 @@ def repository_factory(specs: str | None, fallback: str | None = None) -> Reposi
     return from_pack
 
 
-def open_repository(source: str, factory: RepositoryFactory = procedural_repository) -> Repository:
-    """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``)."""
+def open_repository(
+    source: str, factory: RepositoryFactory = procedural_repository, key: Key | None = None
+) -> Repository:
+    """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``); with ``key`` a spec
+    file's repository is put in the key's universe (its seed's salt replaces the file's ``universe``)."""
     if source.endswith(".json"):
-        return load_spec_file(source)
+        repo = load_spec_file(source)
+        if key is None:
+            return repo
+        return Repository(replace(repo.spec, universe=key.salt(repo.spec.seed)))
     return factory(parse_seed(source))
 
 
-def mount_repositories(specs: str, fallback: str | None) -> PackRepositories:
+def mount_repositories(specs: str, fallback: str | None, key: Key | None = None) -> PackRepositories:
     """The mount's repository factory over a pack, checked whole before serving: a hostile or corrupt pack is
     refused at mount time (seed and field named) rather than answering EIO later. Seeds outside the pack
     raise PathNotFound (ENOENT through the mount) unless ``fallback``."""
@@ -126,4 +164,4 @@ def mount_repositories(specs: str, fallback: str | None) -> PackRepositories:
     if problems:
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise SgfsError(f"{problems[0]}{more}")
-    return PackRepositories(pack, fallback=fallback == "procedural")
+    return PackRepositories(pack, fallback=fallback == "procedural", key=key)

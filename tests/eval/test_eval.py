@@ -190,9 +190,11 @@ def test_oracle_is_perfect_and_fully_audited_with_j4(tmp_path: Path, questions: 
 
 
 @pytest.mark.fuse
-def test_audit_attributes_each_extra_read_under_j4(tmp_path: Path, questions: Path) -> None:
+@pytest.mark.parametrize("sealed", [True, False], ids=["sandbox", "no-sandbox"])
+def test_audit_attributes_each_extra_read_under_j4(tmp_path: Path, questions: Path, sealed: bool) -> None:
     """Each question's agent reads one file chosen for it (several questions share a file, so a page-cache hit
-    would hide a read) and abstains; the audit must show exactly that file for each."""
+    would hide a read) and abstains; the audit must show exactly that file for each. One agent also reads
+    another repository: unsealed it can; in the sandbox only its own repository exists."""
     require_fuse()
     ids = [json.loads(line)["id"] for line in questions.read_text().splitlines()]
     files = sorted(json.loads(questions.read_text().splitlines()[3])["evidence"])  # extension: every data file
@@ -207,18 +209,19 @@ def test_audit_attributes_each_extra_read_under_j4(tmp_path: Path, questions: Pa
         'sleep 0.2\necho "not possible"\n',
     )
     out = tmp_path / "run"
-    result = run_eval("--questions", questions, "--agent", agent, "--out", out, "-j", 4, "--no-report")
+    sandbox = ("--sandbox-bind", table) if sealed else ("--no-sandbox",)
+    result = run_eval("--questions", questions, "--agent", agent, "--out", out, "-j", 4, "--no-report", *sandbox)
     assert result.returncode == 0, result.stderr
     records = records_of(out)
     assert len(records) == len(ids)
     for record in records:
         assert record["files_read"] == [chosen[record["id"]]], record
         if record["id"] == ids[0]:  # one question also listed its repository and read another repository's file
-            assert record["dirs_listed"] == ["."] and record["reads_outside"] == [other]
+            assert record["dirs_listed"] == ["."] and record["reads_outside"] == ([] if sealed else [other])
         else:
             assert record["dirs_listed"] == [] and record["reads_outside"] == []
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["reads_outside_repository"] == 1
+    assert summary["reads_outside_repository"] == (0 if sealed else 1)
 
 
 @pytest.mark.fuse
@@ -470,7 +473,9 @@ def test_openai_agent_script_against_a_stub_endpoint(
         monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
         script = Path(__file__).resolve().parents[2] / "scripts" / "openai_agent.py"
         agent = f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
-        result = run_eval("--questions", small, "--agent", agent, "--out", tmp_path / "run", "--no-report")
+        result = run_eval(
+            "--questions", small, "--agent", agent, "--out", tmp_path / "run", "--no-report", "--sandbox-net"
+        )  # fmt: skip
         assert result.returncode == 0, result.stderr
     finally:
         server.shutdown()
@@ -535,8 +540,13 @@ def test_every_variant_is_asked_and_compared(tmp_path: Path, questions: Path) ->
     small.write_text("\n".join(questions.read_text().splitlines()[4:6]) + "\n")
     prompts = tmp_path / "prompts"
     prompts.mkdir()
-    agent = write_agent(tmp_path / "a.sh", f'cat > "{prompts}/$SGFS_QUESTION_ID.$$"\necho "not possible"\n')
-    result = run_eval("--questions", small, "--agent", agent, "--out", tmp_path / "run", "--variant", "all", "-j", 3)
+    # A random name: $$ is the same small number in every sandbox (each has its own PID namespace).
+    unique = '$(od -An -N8 -tx1 /dev/urandom | tr -d " \\n")'
+    agent = write_agent(tmp_path / "a.sh", f'cat > "{prompts}/$SGFS_QUESTION_ID.{unique}"\necho "not possible"\n')
+    result = run_eval(
+        "--questions", small, "--agent", agent, "--out", tmp_path / "run", "--variant", "all", "-j", 3,
+        "--sandbox-bind-rw", prompts,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     records = records_of(tmp_path / "run")
     assert sorted((r["id"], r["variant"]) for r in records) == sorted(

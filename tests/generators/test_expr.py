@@ -164,3 +164,10 @@ def test_vectorised_equals_scalar_reference(text: str, rows: list[tuple[float, f
 def test_parse_is_cached_and_pure() -> None:
     assert expr.parse("x + 1") is expr.parse("x + 1")
     assert expr.names_used(expr.parse('x + lookup(g, {"a": 1}, 0)')) == {"x", "g"}
+
+
+@pytest.mark.parametrize("text", ["x + 1e999", "1e309 * x", "x * 9" + "9" * 400 + ".0", 'lookup(g, {"a": 1e999}, 0)'])
+def test_literals_that_overflow_are_refused(text: str) -> None:
+    """``1e999`` is infinity as a double: a literal must be a finite number, refused with one clear message."""
+    with pytest.raises(expr.ExpressionError, match="out of range"):
+        expr.check(text, SCOPE)

@@ -8,15 +8,17 @@ from collections.abc import Sequence
 
 from inspect_ai.dataset import Sample
 
+from generators.keys import Key
 from qa.records import AskedQuestion, QuestionsError, QuestionSource, load_asked_questions
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import procedural_repository
+from sgfs.store.repositories import keyed_procedural
 
 
-def load_questions(source: QuestionSource, variant: str) -> list[AskedQuestion]:
-    """Every (question, variant) pair of the task, in order; unusable questions are an SgfsError."""
+def load_questions(source: QuestionSource, variant: str, key: Key | None = None) -> list[AskedQuestion]:
+    """Every (question, variant) pair of the task, in order (in ``key``'s universe when given); unusable questions
+    are an SgfsError."""
     try:
-        return load_asked_questions(source, variant, procedural_repository)
+        return load_asked_questions(source, variant, keyed_procedural(key))
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
 

@@ -20,9 +20,9 @@ from sgfs.agents.inspect_task.dataset import load_questions, to_samples
 from sgfs.agents.inspect_task.scorer import infinite_science_scorer
 from sgfs.agents.inspect_task.tools import filesystem_tools, python_tool, shell_tool
 from sgfs.agents.mcp.tools import RepositoryTools
-from sgfs.agents.pytool import PythonLimits, Workspaces
+from sgfs.agents.pytool import PythonLimits, Workspaces, sandbox_problem
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import parse_seed_list
+from sgfs.store.repositories import keyed_procedural, load_key, parse_seed_list
 from sgfs.store.source import MountSource
 
 TOOL_SETS = ("python", "shell")
@@ -52,12 +52,14 @@ def system_prompt(seed: int, tools: str) -> str:
 
 
 @contextlib.contextmanager
-def mounted(seed: int) -> Iterator[Path]:
-    """``sgfs mount`` of one seed in a temporary directory; always unmounted."""
+def mounted(seed: int, key_file: str | None = None) -> Iterator[Path]:
+    """``sgfs mount`` of one seed in a temporary directory (in ``key_file``'s universe); always unmounted."""
     sgfs = [sys.executable, "-m", "sgfs"]
+    keyed = [] if key_file is None else ["--key", key_file]
     with tempfile.TemporaryDirectory(prefix="sgfs-mnt-") as directory:
         mnt = Path(directory)
-        result = subprocess.run([*sgfs, "mount", str(mnt), "--seeds", str(seed)], capture_output=True, text=True)
+        argv = [*sgfs, "mount", str(mnt), "--seeds", str(seed), *keyed]
+        result = subprocess.run(argv, capture_output=True, text=True)
         if result.returncode != 0:
             raise RuntimeError(f"sgfs mount failed: {result.stderr.strip()}")
         try:
@@ -68,12 +70,20 @@ def mounted(seed: int) -> Iterator[Path]:
 
 @solver
 def repository_agent(
-    tools: str = "python", python_timeout: float = 60.0, python_memory_mb: int = 512, output_bytes: int = 16384
+    tools: str = "python",
+    python_timeout: float = 60.0,
+    python_memory_mb: int = 512,
+    output_bytes: int = 16384,
+    key: str | None = None,
+    python_unsealed: bool = False,
 ) -> Solver:
     """Gives the model the sample's repository tools and a system prompt, then lets it call tools until it
-    answers (Inspect's generate loop). Repositories are copied locally once per seed for the Python tool."""
-    limits = PythonLimits(timeout_s=python_timeout, memory_mb=python_memory_mb, output_bytes=output_bytes)
-    source = MountSource([])
+    answers (Inspect's generate loop). Repositories are copied locally once per seed for the Python tool; with
+    ``key`` (a key FILE) they are the keyed universe's."""
+    limits = PythonLimits(
+        timeout_s=python_timeout, memory_mb=python_memory_mb, output_bytes=output_bytes, isolate=not python_unsealed
+    )
+    source = MountSource([], factory=keyed_procedural(load_key(key, warn=False)))
     file_tools = RepositoryTools(source)
     workspaces = Workspaces(source)
 
@@ -82,7 +92,7 @@ def repository_agent(
         state.messages.insert(0, ChatMessageSystem(content=system_prompt(seed, tools)))
         if tools == "shell":
             with contextlib.ExitStack() as stack:
-                root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed)))
+                root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed, key)))
                 state.tools = [shell_tool(root, limits), python_tool(root, limits)]
                 try:
                     return await generate(state)
@@ -107,6 +117,8 @@ def infinite_science(
     python_memory_mb: int = 512,
     output_bytes: int = 16384,
     message_limit: int = 60,
+    key: str | None = None,
+    python_unsealed: bool = False,
 ) -> Task:
     """InfiniteScienceGym questions over sgfs repositories.
 
@@ -122,15 +134,28 @@ def infinite_science(
         python_memory_mb: address-space limit of one Python or shell call.
         output_bytes: output kept from one Python or shell call.
         message_limit: messages per sample before it is stopped.
+        key: a universe key FILE (`sgfs key new`): questions and repositories of the keyed universe. The key
+            stays in this process and its mount daemon; the model never sees it.
+        python_unsealed: run the Python and shell tools without their sandbox (for machines without
+            bubblewrap): UNSEALED, the code sees the host, sgfs included. Without it the task refuses to start
+            where no sandbox can.
     """
     if tools not in TOOL_SETS:
         raise SgfsError(f"tools must be one of {', '.join(TOOL_SETS)}, got {tools!r}")
+    problem = sandbox_problem(PythonLimits(isolate=not python_unsealed), "-T python_unsealed=true")
+    if problem is not None:
+        raise SgfsError(problem)
     seed_list = parse_seed_list(str(seeds)) if questions is None else []
-    asked = load_questions(QuestionSource(questions, seed_list, per_type, unanswerable), variant)
+    universe = load_key(key)
+    asked = load_questions(QuestionSource(questions, seed_list, per_type, unanswerable), variant, universe)
     return Task(
         dataset=MemoryDataset(to_samples(asked), name="infinite_science"),
-        solver=repository_agent(tools, python_timeout, python_memory_mb, output_bytes),
+        solver=repository_agent(tools, python_timeout, python_memory_mb, output_bytes, key, python_unsealed),
         scorer=infinite_science_scorer(),
         message_limit=message_limit,
-        metadata={"tools": tools, "variant": variant},
+        metadata={
+            "tools": tools,
+            "variant": variant,
+            "key_fingerprint": None if universe is None else universe.fingerprint,
+        },
     )

@@ -8,12 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-import anyio.to_thread
 from inspect_ai.tool import Tool, ToolDef, ToolError
 from inspect_ai.util import store
 
 from sgfs.agents.mcp.tools import DESCRIPTIONS, RepositoryTools, ToolFailure
-from sgfs.agents.pytool import PythonLimits, run_python, run_shell
+from sgfs.agents.pytool import PythonLimits, run_python_async, run_shell_async
 
 # The sample's store key listing the repository files the Python tool's code opened (read by results.py)
 PYTHON_FILES_KEY = "sgfs_python_files_opened"
@@ -73,7 +72,7 @@ def filesystem_tools(tools: RepositoryTools) -> list[Tool]:
 
 def python_tool(cwd: Path, limits: PythonLimits) -> Tool:
     async def run_python_code(code: str) -> str:
-        result = await anyio.to_thread.run_sync(lambda: run_python(code, cwd, limits))
+        result = await run_python_async(code, cwd, limits)  # a cancelled sample kills its sandbox
         opened: list[str] = store().get(PYTHON_FILES_KEY, [])
         store().set(PYTHON_FILES_KEY, sorted({*opened, *result.files_opened}))
         return result.for_model()
@@ -95,7 +94,7 @@ def python_tool(cwd: Path, limits: PythonLimits) -> Tool:
 
 def shell_tool(cwd: Path, limits: PythonLimits) -> Tool:
     async def bash(command: str) -> str:
-        result = await anyio.to_thread.run_sync(lambda: run_shell(command, cwd, limits))
+        result = await run_shell_async(command, cwd, limits)
         return result.for_model()
 
     description = (

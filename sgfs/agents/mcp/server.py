@@ -46,7 +46,7 @@ def python_description(limits: PythonLimits) -> str:
     return (
         "Run Python 3 code (numpy, pandas, scipy, openpyxl) in a fresh process whose working directory is "
         f"repository `seed`; print what you need. Limits: {limits.timeout_s:g} s, {limits.memory_mb} MB, output "
-        f"over {limits.output_bytes} bytes cut, no network, files read-only. "
+        f"over {limits.output_bytes} bytes cut, no network, files read-only, no sgfs. "
         "Example: run_python_code(seed=118, code=\"import pandas as pd; print(pd.read_csv('a/b.csv').shape)\")"
     )
 
@@ -55,7 +55,7 @@ def add_python_tool(server: MCPServer[Any], source: MountSource, limits: PythonL
     """``run_python_code(seed, code)``: the paper's interpreter, each repository copied locally once."""
     import anyio.to_thread
 
-    from sgfs.agents.pytool import Workspaces, run_python
+    from sgfs.agents.pytool import Workspaces, run_python_async
 
     workspaces = Workspaces(source)
 
@@ -66,7 +66,7 @@ def add_python_tool(server: MCPServer[Any], source: MountSource, limits: PythonL
         if not 0 <= seed <= MAX_SEED:
             raise ToolError(f"bad seed {seed}: a repository's seed is an integer in [0, 2^63)")
         workspace = await anyio.to_thread.run_sync(lambda: workspaces.path(seed))
-        result = await anyio.to_thread.run_sync(lambda: run_python(code, workspace, limits))
+        result = await run_python_async(code, workspace, limits)  # a cancelled call kills its sandbox
         return result.for_model()
 
     annotations = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False)

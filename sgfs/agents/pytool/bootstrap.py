@@ -1,85 +1,63 @@
-"""The first code the sandboxed interpreter runs (as ``python -I -c <this file's text> CONFIG``).
+"""The first code the Python tool's interpreter runs (as ``python -I -c <this file's text> CONFIG``).
 
-It isolates itself where the kernel lets it (new network and mount namespaces, every mount read-only but a
-size-limited private scratch directory, the ``TMPDIR`` the parent made, then every capability dropped, so
-that even root can neither undo the mounts nor bypass file modes), limits its address space, reports what
-it achieved on a status pipe, then runs the code it reads from stdin as ``__main__`` (or executes the command
-it was given). Standard library only: its text is passed as an argument, not imported.
+The isolation is made before it runs (the bubblewrap sandbox of ``sgfs.agents.sandbox``, docs/agents.md);
+this code only reports what the sandbox gives, as measured from inside, sets the per-process limits, joins the
+call's cgroup where the parent could not put it there (the unsealed mode), then runs the code it reads from
+stdin as ``__main__`` (or executes the command it was given), recording which files below the working
+directory the code opens. Standard library only: its text is passed as an argument, not imported.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import resource
+import socket
 import sys
 import traceback
 from typing import Any
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
-MS_REC, MS_PRIVATE = 16384, 1 << 18
-# statvfs flag -> mount flag that a read-only remount must keep (the kernel refuses to drop locked ones)
-KEPT_FLAGS = ((2, 2), (4, 4), (8, 8), (1024, 1024), (2048, 2048), (4096, 1 << 21))
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
-CAPABILITY_VERSION_3 = 0x20080522
-LAST_CAPABILITY = 63
+PRIVATE_FILESYSTEMS = ("tmpfs", "proc", "mqueue", "devpts")
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+def _capabilities_dropped() -> bool:
+    """No effective, permitted or bounding capability (``/proc/self/status``)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        return all(int(fields[name].strip(), 16) == 0 for name in ("CapEff", "CapPrm", "CapBnd"))
+    return False
 
 
-class _CapData(ctypes.Structure):
-    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+def _network_isolated() -> bool:
+    """Only a loopback interface: a network namespace of its own (which also holds its abstract sockets)."""
+    with contextlib.suppress(OSError):
+        return {name for _, name in socket.if_nameindex()} <= {"lo"}
+    return False
 
 
-def _mount_points() -> list[str]:
-    with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-        # field 5 is the mount point, with spaces and the like written as octal escapes
-        return [line.split()[4].encode().decode("unicode_escape") for line in handle]
-
-
-def _read_only_mounts(libc: Any, config: dict[str, Any], status: dict[str, Any]) -> None:
-    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return
-    failed = []
-    for point in _mount_points():
-        try:
-            flags = os.statvfs(point).f_flag
-        except OSError:
+def _read_only(cwd: str) -> str:
+    """Say "mounts" when every mount but private ones (tmpfs, proc, the device nodes of /dev) is read-only and
+    the working directory's is too, else "permissions" (file modes only)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return "permissions"
+    cwd_mount, cwd_read_only, writable = "", False, False
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) < 6 or not tail:
             continue
-        kept = sum(mount_flag for statvfs_flag, mount_flag in KEPT_FLAGS if flags & statvfs_flag)
-        if libc.mount(None, point.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept, None) != 0:
-            failed.append(point)
-    options = f"size={config['scratch_mb']}m,mode=1777".encode()
-    if libc.mount(b"tmpfs", config["scratch_dir"].encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) == 0:
-        status["scratch"] = "tmpfs"
-    status["read_only"] = "partial" if failed else "mounts"
-    status["writable_mounts"] = failed
-
-
-def _drop_capabilities(libc: Any, status: dict[str, Any]) -> None:
-    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    for capability in range(LAST_CAPABILITY + 1):
-        libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)  # fails past the kernel's last one: harmless
-    header = _CapHeader(CAPABILITY_VERSION_3, 0)
-    data = (_CapData * 2)()
-    status["capabilities_dropped"] = libc.capset(ctypes.byref(header), data) == 0
-
-
-def _isolate(config: dict[str, Any], status: dict[str, Any]) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    flags = CLONE_NEWNET | CLONE_NEWNS
-    if libc.unshare(flags) != 0 and libc.unshare(flags | CLONE_NEWUSER) != 0:
-        return
-    status["network_isolated"] = True
-    _read_only_mounts(libc, config, status)
-    _drop_capabilities(libc, status)
+        point = fields[4].encode().decode("unicode_escape")
+        read_only = "ro" in fields[5].split(",")
+        if (cwd == point or cwd.startswith(point.rstrip("/") + "/")) and len(point) >= len(cwd_mount):
+            cwd_mount, cwd_read_only = point, read_only
+        private = tail[0] in PRIVATE_FILESYSTEMS or point == "/dev" or point.startswith("/dev/")
+        writable |= not read_only and not private
+    return "mounts" if cwd_read_only and not writable else "permissions"
 
 
 def _record_opens(fd: int, root: str) -> None:
@@ -106,20 +84,20 @@ def _record_opens(fd: int, root: str) -> None:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    status: dict[str, Any] = {
-        "network_isolated": False,
-        "read_only": "permissions",
-        "scratch": None,
-        "writable_mounts": [],
-        "capabilities_dropped": False,
-    }
-    if config["isolate"] and sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            _isolate(config, status)
+    for procs in config.get("cgroup_procs") or []:  # the unsealed mode: join the call's cgroup ourselves
+        with open(procs, "w", encoding="ascii") as handle:
+            handle.write(str(os.getpid()))
     limit = config["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if config.get("file_bytes"):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (config["file_bytes"], config["file_bytes"]))
     os.chdir(config["cwd"])
+    status = {
+        "network_isolated": _network_isolated(),
+        "read_only": _read_only(os.getcwd()),
+        "capabilities_dropped": _capabilities_dropped(),
+    }
     with os.fdopen(config["status_fd"], "w") as report:
         report.write(json.dumps(status))
     code = "" if config.get("argv") else sys.stdin.read()
