@@ -240,7 +240,7 @@ def _sealed(config: EvalConfig, mount: RunMount) -> SandboxPolicy | None:
     and the key, even through a directory the user binds. (Other questions' scratch directories are never bound.)"""
     if config.sandbox is None:
         return None
-    secret = hidden_paths(config.out, config.questions_file, mount.audit_file, getattr(config, "key_file", None))
+    secret = hidden_paths(config.out, config.questions_file, mount.audit_file, config.key_file)
     return replace(config.sandbox, hidden=(*config.sandbox.hidden, *secret))
 
 

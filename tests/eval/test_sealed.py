@@ -250,3 +250,26 @@ def test_reads_by_a_detached_child_count_for_its_question(setting: dict[str, Pat
     assert result.returncode == 0, result.stderr
     for record in records(out):
         assert record["files_read"] == [target], record
+
+
+@pytest.mark.fuse
+def test_the_key_is_out_of_reach_even_in_a_bound_directory(tmp_path: Path) -> None:
+    require_fuse()
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    key = keys / "universe.key"
+    assert run_sgfs("key", "new", key).returncode == 0
+    (keys / "notes.txt").write_text("visible\n")
+    script = tmp_path / "thief.sh"
+    script.write_text(f"#!/bin/sh\ncat {keys}/notes.txt {key} {key}.* 2>/dev/null; ls -A {keys}\n")
+    script.chmod(0o755)
+    out = tmp_path / "run"
+    result = eval_run(
+        SEED, "--per-type", 0, "--key", key, "--agent", str(script), "--out", out, "--sandbox-bind", keys
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    secret = key.read_text().strip()
+    answers = [str(r["answer"]) for r in records(out)]
+    assert answers and all("visible" in a for a in answers)  # the bound directory is there...
+    assert not any(secret in a for a in answers)  # ...but not the key in it
+    assert secret not in "".join(p.read_text() for p in out.iterdir() if p.is_file())
