@@ -205,26 +205,28 @@ def python_paths() -> tuple[str, ...]:
 
 
 @functools.cache
-def checkout_roots() -> tuple[str, ...]:
-    """Source checkouts the packages are installed from (editable installs): hidden as a whole."""
-    roots = set()
+def package_directories() -> tuple[str, ...]:
+    """Where ``sgfs``, ``qa`` and ``generators`` are imported from (real paths)."""
+    found = []
     for package in PACKAGES:
         spec = importlib.util.find_spec(package)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            root = os.path.dirname(os.path.realpath(location))
-            if os.path.exists(os.path.join(root, "pyproject.toml")):
-                roots.add(root)
-    return tuple(sorted(roots))
+        locations = (spec.submodule_search_locations or []) if spec is not None else []
+        found += [os.path.realpath(location) for location in locations]
+    return tuple(found)
+
+
+@functools.cache
+def checkout_roots() -> tuple[str, ...]:
+    """Source checkouts the packages are installed from (editable installs): hidden as a whole."""
+    parents = {os.path.dirname(location) for location in package_directories()}
+    return tuple(sorted(p for p in parents if os.path.exists(os.path.join(p, "pyproject.toml"))))
 
 
 @functools.cache
 def installation_paths() -> tuple[str, ...]:
     """Every host path of the sgfs installation: its packages, metadata, scripts and (editable) source tree."""
-    found: set[str] = set(checkout_roots())  # an editable install's checkout: data, tests and packs live there
-    for package in PACKAGES:
-        spec = importlib.util.find_spec(package)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            found.add(os.path.realpath(location))
+    # The packages, and an editable install's checkout (data, tests and packs live there).
+    found: set[str] = {*package_directories(), *checkout_roots()}
     directories = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
     for dist in metadata.distributions(path=[d for d in directories if d and os.path.isdir(d)]):
         if (dist.metadata["Name"] or "").lower() != "sgfs":

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
 from qa.model import NOT_POSSIBLE, Answer
-from sgfs.cli.options import examples
+from sgfs.cli.options import examples, key_option
 from sgfs.errors import SgfsError
 
 
@@ -30,12 +32,12 @@ def _answer(value: Answer) -> None:
     click.echo(line)
 
 
-_lookup_options = [
+_lookup_options: list[Callable[[Any], Any]] = [
     click.option("--id", "question_id", metavar="ID", help="Question id (default: $SGFS_QUESTION_ID)."),
     click.option("--questions", "questions_file", metavar="FILE", help="Look questions up here, not by seed."),
     click.option("--per-type", type=click.IntRange(0, 1000), default=5, show_default=True, help="As given to qa."),
     click.option("--unanswerable", type=float, default=0.28, show_default=True, help="As given to sgfs qa."),
-    click.option("--key", "key_file", metavar="FILE", default=None, help="As given to sgfs qa / eval (universe key)."),
+    functools.partial(key_option, help="As given to sgfs qa / eval (universe key)."),
 ]
 
 

@@ -3,12 +3,13 @@ report and gate (docs/eval.md, docs/ci.md)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from sgfs.cli.options import examples
+from sgfs.cli.options import examples, key_option
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import parse_seed_list
 
@@ -80,11 +81,8 @@ reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: 
 @click.option(
     "--no-sandbox", is_flag=True, help="Run agents unsealed, as you: they can read the answers (see docs/eval.md)."
 )
-@click.option(
-    "--key",
-    "key_file",
-    metavar="FILE",
-    default=None,
+@functools.partial(
+    key_option,
     help="Universe key (`sgfs key new`): questions and the private mount are the keyed universe's; with --mount, "
     "mount with the same --key. Agents never see it; run.json records its fingerprint.",
 )

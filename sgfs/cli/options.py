@@ -24,9 +24,9 @@ KEY_HELP = (
 )
 
 
-def key_option(command: click.decorators.FC) -> click.decorators.FC:
-    """``--key FILE`` for every command that makes a repository or a question."""
-    return click.option("--key", "key_file", metavar="FILE", default=None, help=KEY_HELP)(command)
+def key_option(command: click.decorators.FC, help: str = KEY_HELP) -> click.decorators.FC:
+    """``--key FILE`` for every command that makes a repository or a question (``help`` where it says more)."""
+    return click.option("--key", "key_file", metavar="FILE", default=None, help=help)(command)
 
 
 def examples(*lines: str) -> str:
