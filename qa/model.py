@@ -6,6 +6,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
 NOT_POSSIBLE = "not possible"
+# The version of what a question means and how it is graded. Bumped whenever either changes (2: balanced answers,
+# scientific unanswerability, explicit empty-result wording, the stricter grader of issue 23), so that runs made
+# before a change are never compared with runs made after it (run.json records it).
+QUESTION_FORMAT = 2
 
 CATEGORIES: dict[str, str] = {
     "readme": "Repository Metadata",

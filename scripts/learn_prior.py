@@ -1,0 +1,40 @@
+"""Learn the prior table shipped with sgfs (qa/data/prior.json) from its reserved training seeds.
+
+Run after any change to question generation; tests/qa/test_prior.py fails until the shipped table is renewed.
+
+    python scripts/learn_prior.py            # rewrites qa/data/prior.json
+    python scripts/learn_prior.py --check    # exit 1 when the shipped table is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from generators import repository
+from qa.generate import Options, generate
+from qa.prior import TRAINING_SEEDS, default_table, learn, write_table
+
+TABLE = Path(__file__).resolve().parent.parent / "qa" / "data" / "prior.json"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the shipped table instead of writing")
+    args = parser.parse_args()
+    options = Options()
+    questions = [q for seed in TRAINING_SEEDS for q in generate(repository(seed), options)]
+    table = learn(questions, TRAINING_SEEDS, options.per_type, options.unanswerable)
+    if args.check:
+        same = default_table() == table
+        print("the shipped prior table is current" if same else "the shipped prior table is stale")
+        return 0 if same else 1
+    write_table(table, TABLE)
+    for qtype, answer in table.answers.items():
+        print(f"{qtype:24s} {answer!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
