@@ -7,7 +7,10 @@ number of JSON decodes), so one agent's output can never stall a grading run, an
   last ``\\boxed{...}``, else the sentence after the last answer marker (``Answer:``, ``Final answer:``,
   ``the answer is``), else the whole text.
 * ``numbers`` lists the numbers of a text, never digits inside identifiers (``vo2``, ``run-003.csv``, ``R^2``).
-* ``committed_numbers`` applies the remark and assertion rules to find the values a final answer commits to.
+* ``prepare`` writes a text's numbers in one form: NFKC (full-width digits, thin-space thousands separators),
+  Unicode minus signs, superscript and times-ten exponents (``7.684 × 10⁻¹``).
+* ``committed_numbers`` applies the remark, comparison and assertion rules to find the values a final answer
+  commits to.
 * ``abstention_at`` finds the phrase ``not possible``.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -160,23 +164,36 @@ def answer_text(value: JsonValue) -> str:
 # ---------------------------------------------------------------------------------------------- numbers
 
 # A number: optional sign (only when not glued to a preceding word or number, so the hyphen of "run-003" or of
-# "0.5-0.6" is no minus), digits with optional comma thousands separators ("1,234,567"), an optional fraction,
-# an optional exponent. ASCII digits only; possessive quantifiers keep every scan linear.
+# "0.5-0.6" is no minus), digits with optional thousands separators (commas "1,234,567", or single spaces
+# "1 234 567": a head of one to three digits, then groups of exactly three digits, each group standing alone), an
+# optional fraction, an optional exponent. ASCII digits only (``prepare`` maps the others); possessive
+# quantifiers, and space groups that are taken one by one and never given back, keep every scan linear.
 _NUMBER = re.compile(
     r"""
     (?:(?<![0-9A-Za-z_.])[-+])?
     (?:
-        (?:[0-9]{1,3}+(?:,[0-9]{3})++(?![0-9])|[0-9]++)(?:\.[0-9]*+)?
+        (?:
+            [0-9]{1,3}+(?:,[0-9]{3})++(?![0-9])
+          | [0-9]{1,3}+(?:[ \u00a0\u2009\u202f][0-9]{3}(?![0-9A-Za-z_/\\@]|[-.][A-Za-z]))++
+          | [0-9]++
+        )(?:\.[0-9]*+)?
       | \.[0-9]++
     )
     (?:[eE][-+]?[0-9]++)?
     """,
-    re.VERBOSE | re.ASCII,
+    re.VERBOSE,
 )
+_SEPARATORS = str.maketrans({",": None, " ": None, "\u00a0": None, "\u2009": None, "\u202f": None})
 _MINUS_SIGNS = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"})
+# Superscript exponents glued to a number ("10⁻¹", "10⁶") are written with a caret first, before NFKC would
+# make them plain digits.
+_SUPERSCRIPT = re.compile(r"(?<=[0-9\uff10-\uff19])[\u2070\u00b9\u00b2\u00b3\u2074-\u2079\u207a\u207b]++")
+_FROM_SUPERSCRIPT = str.maketrans(
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b", "0123456789+-"
+)
 # "1.2 × 10^-3", "1.2 \times 10^{-3}", "1.2*10^3" and a bare "10^18" are written in exponent notation first.
 _TIMES_TEN = re.compile(
-    r"(?<![0-9.])([0-9]++(?:\.[0-9]++)?)[ \t]*+(?:[x\u00d7\u00b7*]|\\times|\\cdot)[ \t]*+10[ \t]*+\^[ \t]*+"
+    r"(?<![0-9.])([0-9]++(?:\.[0-9]++)?)[ \t]*+(?:[x\u00d7\u00b7\u22c5*]|\\times|\\cdot)[ \t]*+10[ \t]*+\^[ \t]*+"
     r"\{?[ \t]*+([-+]?[0-9]++)[ \t]*+\}?"
 )
 _BARE_TEN = re.compile(r"(?<![0-9A-Za-z_.^])10\^\{?([-+]?[0-9]++)\}?")
@@ -184,6 +201,12 @@ _BARE_TEN = re.compile(r"(?<![0-9A-Za-z_.^])10\^\{?([-+]?[0-9]++)\}?")
 _GLUE_BEFORE = frozenset("_^\\/@")
 _GLUE_AFTER = frozenset("_/\\@")
 _LETTERS_THEN = re.compile(r"[A-Za-z]++([0-9_]?)")
+# Multiplier suffixes glued to a number and followed by no letter, digit or "_": "1.2M", "5k", "3bn". Units are no
+# multipliers ("1.2 mM", "5 m", "5kg": a space, a lower-case m, or more letters).
+_MULTIPLIERS = {"k": 3, "K": 3, "M": 6, "B": 9, "bn": 9}
+# Comparison operators: the number right after one restates a condition ("rows where tfp <= 0.997"), never a value.
+_COMPARISONS = frozenset("<>\u2264\u2265\u2260\u2a7d\u2a7e\u226a\u226b")
+_COMPARISON_LOOK_BACK = 16
 
 
 @dataclass(frozen=True)
@@ -202,7 +225,13 @@ class Number:
 
 
 def prepare(text: str) -> str:
-    """Unicode minus signs made ASCII, times-ten notation made exponent notation."""
+    """The text with its numbers in one form: superscript exponents written with a caret ("10⁻¹" -> "10^-1"),
+    NFKC (full-width digits, thin and no-break spaces), Unicode minus signs made ASCII, times-ten notation made
+    exponent notation. Linear in the length of the text."""
+    if _SUPERSCRIPT.search(text) is not None:
+        text = _SUPERSCRIPT.sub(lambda m: "^" + m.group().translate(_FROM_SUPERSCRIPT), text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     text = text.translate(_MINUS_SIGNS)
     if "10" in text and "^" in text:
         text = _TIMES_TEN.sub(r"\1e\2", text)
@@ -212,17 +241,49 @@ def prepare(text: str) -> str:
 
 def numbers(text: str, start: int = 0, stop: int | None = None) -> Iterator[Number]:
     """The numbers of ``text`` (already ``prepare``d) between ``start`` and ``stop``, in order; digits glued into
-    identifiers (``vo2``, ``x_1``, ``R^2``, ``HEK293``, ``run-003``, ``0.json``, ``a/3``) are skipped."""
+    identifiers (``vo2``, ``x_1``, ``R^2``, ``HEK293``, ``run-003``, ``0.json``, ``a/3``) are skipped, and so are
+    numbers right after a comparison operator (``tfp <= 0.997``: a condition). A multiplier suffix glued to a
+    number scales it (``1.2M``, ``5k``, ``3bn``)."""
     stop = len(text) if stop is None else stop
     for match in _NUMBER.finditer(text, start, stop):
-        if _in_identifier(text, match.start(), match.end()):
+        if _in_identifier(text, match.start(), match.end()) or _after_comparison(text, match.start()):
             continue
         written = match.group()
+        end = match.end()
+        scale = 0
+        for suffix, power in _MULTIPLIERS.items():
+            if text.startswith(suffix, end) and not _word_char(text, end + len(suffix)):
+                scale, end = power, end + len(suffix)
+                break
         try:
-            value: Decimal | None = Decimal(written.replace(",", ""))
+            value: Decimal | None = Decimal(written.translate(_SEPARATORS))
         except (InvalidOperation, ValueError):
             value = None
-        yield Number(match.start(), match.end(), written, value)
+        if value is not None and scale:
+            sign, digits, exponent = value.as_tuple()
+            value = Decimal((sign, digits, int(exponent) + scale))
+        yield Number(match.start(), end, text[match.start() : end], value)
+
+
+def _word_char(text: str, at: int) -> bool:
+    return at < len(text) and (text[at].isalnum() or text[at] == "_")
+
+
+def _after_comparison(text: str, start: int) -> bool:
+    """Whether a comparison operator (``<``, ``>``, ``<=``, ``>=``, ``≤``, ``≥``, ``≠``, ``!=``, ``==``) stands
+    right before ``start`` (spaces between allowed); an arrow (``->``, ``=>``) is no comparison."""
+    at = start - 1
+    floor = max(-1, start - 1 - _COMPARISON_LOOK_BACK)
+    while at > floor and text[at] in " \t":
+        at -= 1
+    if at < 0 or at == floor:
+        return False
+    before = text[at - 1] if at > 0 else ""
+    if text[at] == ">":
+        return before not in ("-", "=")
+    if text[at] in _COMPARISONS:
+        return True
+    return text[at] == "=" and before in ("<", ">", "!", "=", "\u2260")
 
 
 def _in_identifier(text: str, start: int, end: int) -> bool:
@@ -250,7 +311,7 @@ def _in_identifier(text: str, start: int, end: int) -> bool:
 
 REMARK = re.compile(r"\([^()\n]*+\)")
 _ASSERTION = re.compile(
-    r"(?:(?<![A-Za-z])(?:is|are|was|were|equals?)(?![A-Za-z])|[=:\u2248])[ \t]*+(?=[-+]?\.?[0-9])",
+    r"(?:(?<![A-Za-z])(?:is|are|was|were|equals?)(?![A-Za-z])|(?<![<>!=])=(?![=<>])|[:\u2248])[ \t]*+(?=[-+]?\.?[0-9])",
     re.IGNORECASE,
 )
 
@@ -269,9 +330,11 @@ def distinct(found: Iterator[Number], limit: int = 2) -> list[Number]:
 def committed_numbers(text: str) -> list[Number]:
     """The different values a final answer commits to (at most two are returned: two mean a hedge).
 
-    Remarks in parentheses after the first number are ignored ("0.52 (n = 160)"); when two different values
-    remain and an assertion ("is", "are", "=", ":", "≈") stands right before a number, only the text from the
-    number after the last assertion counts ("the mean of the 160 rows is 0.52")."""
+    Remarks in parentheses after the first number are ignored ("0.52 (n = 160)"); numbers right after a
+    comparison operator are conditions, not values ("118 rows where tfp <= 0.997"); when two different values
+    remain and an assertion ("is", "are", "=", ":", "≈"; never a comparison such as "<=" or "==") stands right
+    before a number, only the text from the number after the last assertion counts ("the mean of the 160 rows is
+    0.52")."""
     first = next(numbers(text), None)
     if first is None:
         return []

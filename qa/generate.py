@@ -9,6 +9,7 @@ of exactly the selected files (:mod:`qa.view`).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from generators import Repository
+from generators import Repository, expr
+from generators.data_files import taxonomy, vocabularies
 from generators.paths import render_number
 from generators.rng import Stream, root_stream
-from generators.spec import EXTENSIONS, Variable
+from generators.spec import EXTENSIONS, Spec, Variable
 from qa import stats
 from qa.model import CATEGORIES, FIXED_TYPES, NOT_POSSIBLE, SAMPLED_TYPES, Answer, Question
 from qa.view import Condition, RepoView, row_mask
@@ -59,6 +61,9 @@ class Generator:
         self.spec = repository.spec
         self.options = options
         self.paraphraser = paraphraser or ProceduralParaphraser()
+        self.asked: set[str] = set()  # what each question asks (its type and query): no repeats in one repository
+        self.strict = True  # while true, a hypothesis question must give the answer it was drawn to give
+        self.relations = _relations(self.spec)
 
     # -- the whole set for one repository --------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -78,19 +83,31 @@ class Generator:
                 if not want and owed:
                     want, owed = True, owed - 1
                 built = self._sampled(qtype, rs, want)
+                if built is None:
+                    continue  # a repository too small for this many different questions of the type
                 owed += want and built.reason is None
                 out.append(self._finish(qtype, k, built))
         return out
 
-    def _sampled(self, qtype: str, rs: Stream, want_unanswerable: bool) -> Built:
+    def _sampled(self, qtype: str, rs: Stream, want_unanswerable: bool) -> Built | None:
         sampler = _SAMPLERS[qtype]
         reasons = _REASONS[qtype]
+        repeated = False
         for attempt in range(MAX_ATTEMPTS):
             reason = rs.pick(reasons) if want_unanswerable and attempt < MAX_ATTEMPTS // 2 else None
+            self.strict = attempt < MAX_ATTEMPTS - 5
             try:
-                return sampler(self, rs.child("attempt", attempt), reason)
+                built = sampler(self, rs.child("attempt", attempt), reason)
             except Retry:
                 continue
+            asked = _asked(qtype, built.query)
+            if asked in self.asked:
+                repeated = True
+                continue  # the same question twice in one repository would count twice
+            self.asked.add(asked)
+            return built
+        if repeated:
+            return None
         raise RuntimeError(f"seed {self.spec.seed}: could not build a {qtype} question")
 
     def _finish(self, qtype: str, k: int, built: Built) -> Question:
@@ -173,7 +190,8 @@ class Generator:
         raise Retry
 
     def path_conditions(self, rs: Stream, empty: bool) -> tuple[list[Condition], list[str]]:
-        """1-3 path conditions and the files they select: some (at most the cap) or, if ``empty``, none."""
+        """1-3 path conditions and the files they select: some (at most the cap) or, if ``empty``, none. Each
+        condition leaves out some file on its own: a condition every file meets would filter nothing."""
         view = self.view
         names = view.placeholders
         for _ in range(MAX_ATTEMPTS):
@@ -183,6 +201,8 @@ class Generator:
             else:
                 anchor = rs.randint(0, len(view.paths) - 1)
                 conditions = [self._anchored(name, anchor, rs) for name in chosen]
+            if any(bool(view.select([condition]).all()) for condition in conditions):
+                continue
             mask = view.select(conditions)
             count = int(mask.sum())
             if (empty and count == 0) or (not empty and 0 < count <= self.options.max_pooled_files):
@@ -194,7 +214,7 @@ class Generator:
         texts = self.view.rendered(name)
         own = texts[int(self.view.digits[anchor, self.view.placeholders.index(name)])]
         others = [t for t in texts if t != own]
-        if others and rs.chance(0.3):
+        if len(others) >= 2 and rs.chance(0.3):
             return {"variable": name, "op": "in", "values": sorted([own, rs.pick(others)], key=texts.index)}
         return {"variable": name, "op": "eq", "value": own}
 
@@ -202,50 +222,126 @@ class Generator:
         return {"variable": name, "op": "eq", "value": rs.pick(self.view.rendered(name))}
 
     def row_conditions(self, rs: Stream, paths: list[str], keep: int, exclude: tuple[str, ...] = ()) -> list[Condition]:
-        """0-2 row conditions that keep at least ``keep`` rows, thresholds inside the observed range."""
+        """0-2 row conditions on different columns, each of which leaves out some of the rows the others keep,
+        together keeping at least ``keep`` rows; thresholds and windows are drawn from the observed values."""
         count = rs.pick_weighted((0, 1, 2), (0.35, 0.45, 0.2))
         candidates = [v for v in self.spec.variables if v.type in ("categorical", "integer", "continuous")]
         candidates = [v for v in candidates if v.column not in exclude]
         conditions: list[Condition] = []
         for _ in range(count):
             for _ in range(10):
-                variable = rs.pick(candidates)
+                used = {c["column"] for c in conditions}
+                free = [v for v in candidates if v.column not in used]
+                if not free:
+                    break
+                variable = rs.pick(free)
                 values = self.view.pooled(paths, [variable.column], conditions)[variable.column]
                 if values.size == 0:
                     break
                 condition = _inside_condition(variable, values, rs)
+                if condition is None:
+                    continue
                 kept = self.view.pooled(paths, [variable.column], [*conditions, condition])[variable.column]
-                if kept.size >= keep:
+                if keep <= kept.size < values.size:
                     conditions.append(condition)
                     break
         return conditions
 
-    def empty_rows(self, rs: Stream, paths: list[str]) -> list[Condition]:
-        """Row conditions that keep no row but look like any other filter."""
-        numeric = self.numeric_columns()
+    def empty_rows(self, rs: Stream, paths: list[str], exclude: tuple[str, ...] = ()) -> list[Condition]:
+        """One row condition that keeps no row and reads like any other: a threshold a little beyond the values
+        of the selected rows, or a category of the column that these rows never take."""
         for _ in range(10):
-            variable = rs.pick(numeric)
-            values = np.unique(self.view.pooled(paths, [variable.column], [])[variable.column].astype(np.float64))
-            if values.size >= 2:
-                gaps = np.diff(values)
-                i = int(np.argmax(gaps)) if rs.chance(0.5) else rs.randint(0, gaps.size - 1)
-                low, high = _sig(values[i] + gaps[i] / 3), _sig(values[i] + 2 * gaps[i] / 3)
-                condition = {"column": variable.column, "op": "between", "low": low, "high": high}
-                if low < high and self.view.pooled(paths, [variable.column], [condition])[variable.column].size == 0:
-                    return [condition]
+            candidates = [*self.numeric_columns(), *self.categorical_columns()]
+            variable = rs.pick([v for v in candidates if v.column not in exclude] or candidates)
+            if variable.column in exclude:
+                raise Retry
+            values = self.view.pooled(paths, [variable.column], [])[variable.column]
+            if values.size == 0:
+                raise Retry
+            condition: Condition | None
+            if variable.type == "categorical":
+                unseen = [c for c in variable.categories if c not in set(values.tolist())]
+                condition = {"column": variable.column, "op": "eq", "value": rs.pick(unseen)} if unseen else None
+            else:
+                condition = self._beyond(rs, variable, paths, values.astype(np.float64))
+            if condition is None:
+                continue
+            if self.view.pooled(paths, [variable.column], [condition])[variable.column].size == 0:
+                return [condition]
         raise Retry
 
-    def few_rows(self, rs: Stream, paths: list[str], wanted: int) -> list[Condition]:
-        """One condition that keeps exactly ``wanted`` rows (1 <= wanted)."""
+    def _beyond(
+        self, rs: Stream, variable: Variable, paths: list[str], selected: np.ndarray[Any, Any]
+    ) -> Condition | None:
+        """A threshold past every selected value but inside the values other files of the repository take, so
+        that nothing in the question (a negative count, a share above one) tells that no row meets it."""
+        others = [p for p in rs.sample(self.view.paths, min(12, len(self.view.paths))) if p not in set(paths)]
+        if not others:
+            return None
+        seen = self.view.pooled(others, [variable.column], [])[variable.column].astype(np.float64)
+        low, high = float(selected.min()), float(selected.max())
+        above, below = seen[seen > high], seen[seen < low]
+        for side in rs.shuffled(["above", "below"]):
+            room = above if side == "above" else below
+            if room.size == 0:
+                continue
+            edge = float(rs.pick(room.tolist()))
+            middle = (high + edge) / 2 if side == "above" else (low + edge) / 2
+            for digits in (3, 4):  # as many figures as the thresholds of answerable questions have
+                value = _sig(middle, digits)
+                if variable.type == "integer":
+                    value = float(math.floor(middle) if side == "above" else math.ceil(middle))
+                if side == "above" and high < value <= edge:
+                    return {"column": variable.column, "op": rs.pick(("gt", "ge")), "value": value}
+                if side == "below" and edge <= value < low:
+                    return {"column": variable.column, "op": rs.pick(("lt", "le")), "value": value}
+        return None
+
+    def few_rows(self, rs: Stream, paths: list[str], wanted: int, exclude: tuple[str, ...] = ()) -> list[Condition]:
+        """One condition that keeps exactly ``wanted`` rows (1 <= wanted): the top or bottom of a column."""
         for _ in range(10):
-            variable = rs.pick(self.numeric_columns())
+            numeric = [v for v in self.numeric_columns() if v.column not in exclude]
+            if not numeric:
+                raise Retry
+            variable = rs.pick(numeric)
             values = np.sort(self.view.pooled(paths, [variable.column], [])[variable.column].astype(np.float64))
-            if values.size > wanted and values[-wanted - 1] < values[-wanted]:
-                threshold = _sig((values[-wanted - 1] + values[-wanted]) / 2)
-                condition = {"column": variable.column, "op": "gt", "value": threshold}
+            if values.size <= wanted:
+                continue
+            top, bottom = values[-wanted - 1 :][:2], values[wanted - 1 : wanted + 1]
+            if rs.chance(0.5) and top[0] < top[1]:
+                op, middle = "gt", float(top.mean())
+            elif bottom[0] < bottom[1]:
+                op, middle = "lt", float(bottom.mean())
+            else:
+                continue
+            for digits in (3, 4, 6):
+                condition = {"column": variable.column, "op": op, "value": _sig(middle, digits)}
                 if self.view.pooled(paths, [variable.column], [condition])[variable.column].size == wanted:
                     return [condition]
         raise Retry
+
+    def unmeasured_variable(self, rs: Stream) -> Variable:
+        """A variable this field measures elsewhere that this repository did not record (no file has it)."""
+        present = {v.column for v in self.spec.variables} | {v.name for v in self.spec.variables}
+        present |= set(self.view.placeholders) | {pv.column for pv in self.spec.path_variables}
+        pool = _field_vocabulary(self.spec)
+        entries = [
+            (kind, entry)
+            for kind in ("continuous", "integer", "outcomes")
+            for entry in pool.get(kind, [])
+            if entry["column"] not in present and entry["name"] not in present
+        ]
+        if not entries:
+            raise Retry
+        kind, entry = rs.pick(entries)
+        return Variable(
+            entry["name"],
+            entry["column"],
+            "unmeasured",
+            "integer" if kind == "integer" else "continuous",
+            entry["description"],
+            unit=entry.get("unit", ""),
+        )
 
 
 def first_sentence(text: str) -> str:
@@ -253,11 +349,49 @@ def first_sentence(text: str) -> str:
     return text if end < 0 else text[: end + 1]
 
 
+def _asked(qtype: str, query: dict[str, Any]) -> str:
+    """What a question asks, whatever the order its conditions are listed in."""
+    canonical: dict[str, Any] = {"type": qtype, **query}
+    for key in ("path_conditions", "row_conditions"):
+        if key in canonical:
+            canonical[key] = sorted(json.dumps(c, sort_keys=True, default=str) for c in canonical[key])
+    return json.dumps(canonical, sort_keys=True, default=str)
+
+
+def _relations(spec: Spec) -> dict[str, set[str]]:
+    """Each column's ancestors among the columns (the columns its expression uses, and theirs)."""
+    parents: dict[str, set[str]] = {}
+    for variable in spec.variables:
+        used = expr.names_used(expr.parse(variable.expression)) if variable.expression else set()
+        parents[variable.column] = {name for name in used if name != variable.column}
+    ancestors: dict[str, set[str]] = {}
+    for variable in spec.variables:  # expressions use earlier columns only: one pass in order suffices
+        found: set[str] = set()
+        for parent in parents[variable.column]:
+            found |= {parent, *ancestors.get(parent, set())}
+        ancestors[variable.column] = found
+    return ancestors
+
+
+def _related(relations: dict[str, set[str]], a: str, b: str) -> bool:
+    """Whether the generator made one column depend on the other, or both on a shared column."""
+    first, second = relations.get(a, set()), relations.get(b, set())
+    return a in second or b in first or bool(first & second)
+
+
+def _field_vocabulary(spec: Spec) -> dict[str, Any]:
+    for field_ in taxonomy():
+        if field_.name == spec.context.field:
+            return vocabularies().get(field_.slug, {})
+    return {}
+
+
 def _sig(value: float, digits: int = 4) -> float:
     return float(f"{float(value):.{digits}g}")
 
 
-def _inside_condition(variable: Variable, values: np.ndarray[Any, Any], rs: Stream) -> Condition:
+def _inside_condition(variable: Variable, values: np.ndarray[Any, Any], rs: Stream) -> Condition | None:
+    """A condition inside the observed values (None: this draw would make a window of one value)."""
     if variable.type == "categorical":
         observed = sorted(set(values.tolist()), key=variable.categories.index)
         if len(observed) > 1 and rs.chance(0.4):
@@ -271,11 +405,15 @@ def _inside_condition(variable: Variable, values: np.ndarray[Any, Any], rs: Stre
     op = rs.pick(("gt", "lt", "ge", "le", "between"))
     if op == "between":
         low, high = sorted(np.quantile(numeric, rs.uniform_range(0.1, 0.9, 2)).tolist())
-        return {"column": variable.column, "op": "between", "low": _sig(low, 3), "high": _sig(high, 3)}
+        digits = rs.pick((3, 4))
+        low, high = _sig(low, digits), _sig(high, digits)
+        if not low < high:
+            return None
+        return {"column": variable.column, "op": "between", "low": low, "high": high}
     return {
         "column": variable.column,
         "op": op,
-        "value": _sig(float(np.quantile(numeric, rs.uniform_range(0.15, 0.85, 1)[0])), 3),
+        "value": _sig(float(np.quantile(numeric, rs.uniform_range(0.15, 0.85, 1)[0])), rs.pick((3, 4))),
     }
 
 
@@ -352,16 +490,18 @@ def _condition(g: Generator, rs: Stream, reason: str | None) -> Built:
     )
 
 
-def _statistic_rows(g: Generator, rs: Stream, reason: str | None, paths: list[str], statistic: str) -> list[Condition]:
+def _statistic_rows(
+    g: Generator, rs: Stream, reason: str | None, paths: list[str], statistic: str, exclude: tuple[str, ...] = ()
+) -> list[Condition]:
     """Row conditions for a statistic question, shaped by the wanted reason."""
     need = stats.MIN_ROWS[statistic]
     if reason == "no_row":
-        return g.empty_rows(rs, paths)
+        return g.empty_rows(rs, paths, exclude)
     if reason == "too_few_rows":
         if need < 2:
             raise Retry
-        return g.few_rows(rs, paths, rs.randint(1, need - 1))
-    return g.row_conditions(rs, paths, keep=need)
+        return g.few_rows(rs, paths, rs.randint(1, need - 1), exclude)
+    return g.row_conditions(rs, paths, keep=need, exclude=exclude)
 
 
 def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> Built:
@@ -379,13 +519,22 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
     else:
         path_conditions, paths = g.path_conditions(rs, empty=False)
     statistic = rs.pick(("std", "variance")) if reason == "too_few_rows" else rs.pick(tuple(stats.UNIVARIATE))
+    extra: dict[str, Variable] = {}
     if reason == "undefined_statistic":
         # Categorical and identifier columns only: the earliest or median timestamp of a datetime column is
         # well defined, so a datetime column would make a poor "not possible".
         column = rs.pick([v for v in g.spec.variables if v.type in ("categorical", "string")])
+    elif reason == "not_measured":
+        column = g.unmeasured_variable(rs)
+        extra[column.column] = column
     else:
         column = rs.pick(g.numeric_columns())
-    rows = [] if reason == "no_file" else _statistic_rows(g, rs, reason, paths, statistic)
+    if reason == "no_file":
+        rows: list[Condition] = []
+    elif reason == "not_measured":
+        rows = g.row_conditions(rs, paths, keep=1)
+    else:
+        rows = _statistic_rows(g, rs, reason, paths, statistic)
     answer: Answer = 0.0
     if reason is None:
         values = g.view.pooled(paths, [column.column], rows)[column.column].astype(np.float64)
@@ -401,6 +550,7 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
         path_conditions=path_conditions,
         row_conditions=rows,
         sig_figs=rs.randint(2, 4),
+        extra_variables=extra,
     )
     query: dict[str, Any] = {"column": column.column, "statistic": statistic, "row_conditions": rows}
     variables: dict[str, str] = {}
@@ -418,11 +568,25 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
     names = ["pearson", "spearman"] + (["chi2"] if len(categorical) >= 2 else [])
     if hypothesis and categorical:
         names.append("welch")
+    # A hypothesis question is drawn to reject its null half of the time: it then tests a relation the generator
+    # made (a column and one it depends on), else two columns it made independent; the data decide, and a draw
+    # whose data disagree is drawn again (while ``g.strict``), so that "yes" and "no" are equally likely.
+    want_yes = hypothesis and reason is None and rs.chance(0.5)
+    balanced = hypothesis and reason is None and g.strict
+    if balanced:
+        names = [n for n in names if _pairs(g, n, numeric, categorical, related=want_yes)]
+        if not names:
+            raise Retry
     name = rs.pick(names)
     if name == "welch" and reason in ("constant_input", "undefined_statistic"):
         raise Retry  # a Welch question always names two groups of a categorical column
     path_conditions, paths = g.path_conditions(rs, empty=reason == "no_file")
-    columns = _bivariate_columns(g, rs, name, reason, numeric, categorical)
+    if balanced:
+        chosen: tuple[str, str] = rs.pick(_pairs(g, name, numeric, categorical, related=want_yes))
+        pair = list(chosen)
+        columns = pair if name == "welch" else rs.shuffled(pair)
+    else:
+        columns = _bivariate_columns(g, rs, name, reason, numeric, categorical)
     groups: list[str] = []
     if name == "welch" and reason != "undefined_statistic":
         observed = sorted(set(g.view.pooled(paths, [columns[0]], [])[columns[0]].tolist()))
@@ -431,11 +595,10 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
         groups = sorted(rs.sample(observed, 2), key=g.spec.variable(columns[0]).categories.index)
     rows: list[Condition] = []
     if reason == "constant_input":
-        rows = _constant_rows(g, rs, paths, name, columns)
+        rows = _constant_rows(g, paths, name, columns)
     elif reason != "no_file":
-        rows = _statistic_rows(g, rs, reason, paths, name)
-        if name == "welch":
-            rows = [r for r in rows if r["column"] != columns[0]]
+        # Never a filter on an analysed column: fixing one would tell that the input is constant (or the groups).
+        rows = _statistic_rows(g, rs, reason, paths, name, exclude=tuple(columns))
     if reason == "too_few_rows" and name == "welch":
         raise Retry  # few rows overall does not say which group is short; keep welch for other reasons
     alpha = rs.pick(ALPHAS)
@@ -446,6 +609,8 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
         answer = ("yes" if p_value < alpha else "no") if hypothesis else statistic
         if hypothesis and abs(math.log(max(p_value, 1e-300) / alpha)) < 0.05:
             raise Retry  # too close to the significance level to grade fairly
+        if hypothesis and g.strict and (answer == "yes") != want_yes:
+            raise Retry
     if not hypothesis:
         test = None
     draft = g.draft(
@@ -506,21 +671,44 @@ def _bivariate_columns(
     return [v.column for v in rs.sample(numeric, 2)]
 
 
-def _constant_rows(g: Generator, rs: Stream, paths: list[str], name: str, columns: list[str]) -> list[Condition]:
-    """A row filter that leaves one of the two columns constant (and enough rows)."""
-    need = stats.MIN_ROWS[name]
-    column = rs.pick(columns)
-    values = g.view.pooled(paths, [column], [])[column]
-    unique, counts = np.unique(values, return_counts=True)
-    candidates = [u for u, c in zip(unique.tolist(), counts.tolist(), strict=True) if c >= need]
-    if not candidates:
-        raise Retry
-    value = rs.pick(candidates)
+def _pairs(
+    g: Generator, name: str, numeric: list[Variable], categorical: list[Variable], related: bool
+) -> list[tuple[str, str]]:
+    """The column pairs a test ``name`` can take whose relation in the generator is ``related``."""
     if name == "chi2":
-        return [{"column": column, "op": "eq", "value": value}]
-    if g.spec.variable(column).type != "integer":
-        raise Retry  # a continuous column rarely repeats a value
-    return [{"column": column, "op": "between", "low": float(value), "high": float(value)}]
+        pairs = [(a.column, b.column) for i, a in enumerate(categorical) for b in categorical[i + 1 :]]
+    elif name == "welch":
+        pairs = [(a.column, b.column) for a in categorical for b in numeric]
+    else:
+        pairs = [(a.column, b.column) for i, a in enumerate(numeric) for b in numeric[i + 1 :]]
+    return [pair for pair in pairs if _related(g.relations, *pair) == related]
+
+
+def _constant_rows(g: Generator, paths: list[str], name: str, columns: list[str]) -> list[Condition]:
+    """A threshold on a third column that keeps a few rows (enough for the test) over which one of the two
+    analysed columns takes a single value. The condition names neither analysed column, so the question reads
+    like any other; only the data show that the input is constant."""
+    need = max(stats.MIN_ROWS[name], 2)
+    others = [v.column for v in g.numeric_columns() if v.column not in columns]
+    for other in others:
+        pooled = g.view.pooled(paths, [*columns, other], [])
+        key = pooled[other].astype(np.float64)
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        for kept in range(need, min(need + 6, key.size)):
+            for top in (True, False):
+                rows = order[-kept:] if top else order[:kept]
+                inside, outside = (ordered[-kept], ordered[-kept - 1]) if top else (ordered[kept - 1], ordered[kept])
+                if inside == outside:
+                    continue
+                if not any(np.unique(pooled[c][rows]).size == 1 for c in columns):
+                    continue
+                for digits in (3, 4, 6):
+                    value = _sig((inside + outside) / 2, digits)
+                    condition = {"column": other, "op": "gt" if top else "lt", "value": value}
+                    if g.view.pooled(paths, [other], [condition])[other].size == kept:
+                        return [condition]
+    raise Retry
 
 
 def _bivariate_answer(
@@ -562,8 +750,8 @@ _REASONS: dict[str, tuple[str, ...]] = {
     "count_rows": ("no_file", "no_row"),
     "prefix": ("no_file",),
     "condition": ("no_file",),
-    "univariate_single_file": _STAT_REASONS,
-    "univariate_condition": _STAT_REASONS,
+    "univariate_single_file": (*_STAT_REASONS, "not_measured"),
+    "univariate_condition": (*_STAT_REASONS, "not_measured"),
     "bivariate_statistic": (*_STAT_REASONS, "constant_input"),
     "bivariate_hypothesis": (*_STAT_REASONS, "constant_input"),
 }

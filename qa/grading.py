@@ -1,7 +1,8 @@
 """Deterministic grading of answers against the question record (paper A.8; docs/grading.md).
 
 Pure functions: the only input handled here is lines of text given by the caller (``parse_questions``,
-``parse_answers``); reading files and printing belong to ``sgfs grade``. Nothing here imports ``sgfs``.
+``parse_answers``, or ``read_answers``, which reports a malformed line and reads on); reading files and printing
+belong to ``sgfs grade``. Nothing here imports ``sgfs``.
 Reading a response (its final answer, the numbers in it, the abstention) is ``qa.answers``.
 
 The rules, in short (docs/grading.md has them whole, with a table of cases):
@@ -9,9 +10,13 @@ The rules, in short (docs/grading.md has them whole, with a table of cases):
 * The final answer is the last ``"answer": VALUE`` written as JSON, else the last ``\\boxed{}``, else the sentence
   after the last ``Answer:`` / ``Final answer:`` / ``the answer is``, else the whole text.
 * Abstention, for every kind: the final answer says ``not possible`` with no value (number or choice) before it.
-  A value before it is a hedge; two different values are a hedge; a hedge is wrong.
+  A value before it is a hedge; two different values are a hedge; a hedge is wrong. A number right after a
+  comparison operator is a condition, not a value; on a yes/no question ``no`` followed by a word is a determiner
+  (``No file matches ...``), not the answer word (``No, ...``, ``no - not possible``).
 * ``categorical`` / ``yes_no``: the final answer contains the right choice and no other (whole words); a
-  question with a single choice (a title, a sentence) is graded by containment.
+  single-choice question (a title, an abstract's first sentence) needs the answer to be the text itself, after
+  normalisation (case, spaces, quotes, markdown emphasis, a heading mark, a final full stop, a lead-in such as
+  ``The title is``).
 * ``integer``: the one value equals the truth exactly.
 * ``continuous`` (``s`` figures asked, ``u`` the unit of the truth's ``s``-th figure): correct when the value is
   within ``u`` of the truth or of the truth rounded to ``s`` figures (half up or half even). Rounded, truncated
@@ -155,7 +160,9 @@ class GradingRun:
 def _decode_object(line: str, where: str) -> dict[str, Any]:
     try:
         value = DECODER.decode(line)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise GradingInputError(f"{where}: JSON nested too deeply") from None
+    except ValueError as exc:
         raise GradingInputError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise GradingInputError(f"{where}: expected a JSON object, got {_json_type(value)}")
@@ -298,7 +305,42 @@ def parse_answer(obj: dict[str, Any], where: str) -> AnswerRecord:
 
 
 def parse_answers(lines: Iterable[str], source: str) -> list[AnswerRecord]:
+    """Every answer line, or a GradingInputError for the first malformed one (``read_answers`` goes on)."""
     return [parse_answer(_decode_object(line, where), where) for where, line in _numbered(lines, source)]
+
+
+@dataclass(frozen=True)
+class AnswersRead:
+    """The answers of a file that could be read, and one message (``file:line: reason``) per line that could not."""
+
+    answers: list[AnswerRecord]
+    errors: list[str]
+
+
+def read_answers(lines: Iterable[str | bytes], source: str) -> AnswersRead:
+    """Read an answers file line by line: a malformed line (not UTF-8, not JSON, nested too deeply, a bad key) is
+    reported and skipped, and the other lines are read. Never raises on any line."""
+    answers: list[AnswerRecord] = []
+    errors: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        where = f"{source}:{number}"
+        if isinstance(raw, bytes):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                errors.append(f"{where}: not valid UTF-8")
+                continue
+        else:
+            line = raw
+        if not line.strip():
+            continue
+        try:
+            answers.append(parse_answer(_decode_object(line, where), where))
+        except GradingInputError as exc:
+            errors.append(str(exc))
+        except Exception as exc:  # a last guard: one line never stops the others
+            errors.append(f"{where}: could not be read ({type(exc).__name__})")
+    return AnswersRead(answers, errors)
 
 
 # ------------------------------------------------------------------------------------------ choices
@@ -357,13 +399,56 @@ def _single_core(choice: str) -> str:
     return core or choice
 
 
+SINGLE_CHOICE_TYPES = ("title", "abstract")
+_EMPHASIS_MARKS = str.maketrans({"*": None, "_": None, "`": None})
+_QUOTE_PAIRS = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "\u00ab": "\u00bb", "\u201e": "\u201c"}
+_HEADING = re.compile(r"#++\s*+")
+# A lead-in naming what is given: "The title is", "Title:", "The first sentence of the abstract is".
+_LEAD_IN = re.compile(
+    r"(?:the\s++)?(?:(?:readme|repository|project|paper|dataset)(?:'s)?\s++)?"
+    r"(?:title|heading|abstract|first\s++sentence(?:\s++of\s++the\s++abstract)?)\s*+(?:is(?![a-z])[ \t]*+:?|:)\s*+"
+)
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textit|mathrm|emph)\{(.*)\}", re.DOTALL)
+_SINGLE_PASSES = 3
+
+
+def single_choice_text(text: str) -> str:
+    """A single-choice answer or truth (a title, a sentence) in the form compared for equality: NFKC, case-folded,
+    markdown emphasis (``*``, ``_``, backticks) removed, whitespace collapsed, then (a few passes) a leading heading
+    mark, a lead-in (``The title is``), a ``\\text{...}`` wrapper, surrounding quotes and a final full stop
+    removed. Linear in the length of the text."""
+    norm = _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold().translate(_EMPHASIS_MARKS)).strip()
+    for _ in range(_SINGLE_PASSES):
+        before = norm
+        latex = _LATEX_TEXT.fullmatch(norm)
+        if latex is not None:
+            norm = latex.group(1).strip()
+        heading = _HEADING.match(norm)
+        if heading is not None:
+            norm = norm[heading.end() :]
+        lead = _LEAD_IN.match(norm)
+        if lead is not None and lead.end() < len(norm):
+            norm = norm[lead.end() :]
+        norm = norm.strip()
+        if norm.endswith("."):
+            norm = norm[:-1].rstrip()
+        if len(norm) >= 2 and _QUOTE_PAIRS.get(norm[0]) == norm[-1]:
+            norm = norm[1:-1].strip()
+        if norm == before:
+            break
+    return norm
+
+
 # ------------------------------------------------------------------------------------------- grading
 
 
 def grade(question: GradedQuestion, value: JsonValue) -> Grade:
     """Grade one final answer (already reduced from a response by ``extract_answer``) against ``question``.
     Never raises, for any JSON value or text, and takes time linear in its length."""
-    text = answer_text(value)
+    try:
+        text = answer_text(value)
+    except (RecursionError, ValueError):  # an array or object nested too deeply to write back as JSON
+        return Grade(False, False, "", None)
     if len(text) > MAX_FINAL_ANSWER and not isinstance(value, Decimal):
         text = text[-MAX_FINAL_ANSWER:]
     if question.answer_kind in ("categorical", "yes_no"):
@@ -378,7 +463,7 @@ def _abstention(question: GradedQuestion, text: str) -> Grade:
 def _grade_categorical(question: GradedQuestion, text: str) -> Grade:
     norm = _normalize(text)
     choices = _choice_list(question)
-    single = len(choices) == 1 and question.answer_kind == "categorical"
+    single = question.answer_kind == "categorical" and (question.type in SINGLE_CHOICE_TYPES or len(choices) == 1)
     needles = {(_single_core(choice) if single else choice): choice for choice in choices}
     first = _first_occurrences(norm, [*needles, NOT_POSSIBLE], single)
     if not single and first:
@@ -387,13 +472,52 @@ def _grade_categorical(question: GradedQuestion, text: str) -> Grade:
         if "(" in norm[start:]:
             norm = norm[:start] + REMARK.sub(" ", norm[start:])
             first = _first_occurrences(norm, [*needles, NOT_POSSIBLE], single)
+    if single:
+        return _grade_single(question, text, norm, first, needles)
     found_choices = sorted({needles[n] for n in first if n in needles})
     says_np = NOT_POSSIBLE in first and NOT_POSSIBLE not in needles
-    if says_np and not any(first[n] < first[NOT_POSSIBLE] for n in first if n in needles):
+    if says_np and not _value_before(question, norm, first, needles):
         return _abstention(question, text)
     extracted = found_choices + ([NOT_POSSIBLE] if says_np else [])
     correct = question.answerable and not says_np and found_choices == [_normalize(str(question.answer))]
     return Grade(correct, False, text, extracted)
+
+
+def _grade_single(
+    question: GradedQuestion, text: str, norm: str, first: dict[str, int], needles: dict[str, str]
+) -> Grade:
+    """A title or a sentence: the answer must be the text (``single_choice_text`` on both sides). It abstains when
+    it is not the text and says ``not possible`` with no occurrence of the text before the phrase."""
+    given = single_choice_text(text)
+    matched = [choice for choice in needles.values() if single_choice_text(choice) == given]
+    if matched:
+        correct = question.answerable and _normalize(str(question.answer)) in matched
+        return Grade(correct, False, text, matched)
+    says_np = NOT_POSSIBLE in first and NOT_POSSIBLE not in needles
+    if says_np and not _value_before(question, norm, first, needles):
+        return _abstention(question, text)
+    return Grade(False, False, text, [NOT_POSSIBLE] if says_np else [])
+
+
+# "no" followed (after spaces or emphasis) by a letter or digit is the determiner of a noun phrase ("No file
+# matches", "there is no row"), not the answer word, unless what follows is "not possible" itself.
+_DETERMINER_NO = "no"
+_ANSWER_WORD_END = re.compile(r"[ \t*_`]*+(?:not possible|(?!\w))")
+
+
+def _value_before(question: GradedQuestion, norm: str, first: dict[str, int], needles: dict[str, str]) -> bool:
+    """Whether a value (a choice) stands before the first ``not possible`` of ``norm``: any occurrence of a choice,
+    except that on a yes/no question ``no`` counts only as the answer word (not followed by a word)."""
+    phrase = first[NOT_POSSIBLE]
+    before = [n for n in first if n in needles and first[n] < phrase]
+    if question.answer_kind != "yes_no" or before != [_DETERMINER_NO]:
+        return bool(before)
+    every = [*needles, NOT_POSSIBLE]
+    longer = [other for other in every if len(other) > len(_DETERMINER_NO) and _DETERMINER_NO in other]
+    for found in _needle_pattern(_DETERMINER_NO, True, longer).finditer(norm, 0, phrase):
+        if _ANSWER_WORD_END.match(norm, found.end()) is not None:
+            return True
+    return False
 
 
 def _first_occurrences(norm: str, every: list[str], single: bool) -> dict[str, int]:

@@ -80,15 +80,24 @@ def krippendorff_alpha_nominal(units: Iterable[Sequence[Hashable]]) -> float | N
     return float(1 - (n - 1) * observed / expected)
 
 
-def paraphrase_agreement(items: Sequence[ItemResult]) -> dict[str, Any]:
+def paraphrase_agreement(items: Sequence[ItemResult], repeats: Sequence[int] | None = None) -> dict[str, Any]:
     """Alpha between templated and paraphrased correctness. A unit is one (question, paraphrase) pair
     where both the templated and that paraphrased question were answered: its two values are the
-    templated correctness and the paraphrased correctness (0/1). Missing answers are left out."""
-    template = {item.id: item.correct for item in items if item.variant == TEMPLATE and not item.missing}
+    templated correctness and the paraphrased correctness (0/1). Missing answers are left out. With
+    ``repeats`` (each item's repeat, for a question asked several times) a unit pairs the two wordings
+    of one repeat."""
+    rounds = list(repeats) if repeats is not None else [1] * len(items)
+    if len(rounds) != len(items):
+        raise ValueError("repeats must give one repeat per item")
+    template = {
+        (item.id, r): item.correct
+        for item, r in zip(items, rounds, strict=True)
+        if item.variant == TEMPLATE and not item.missing
+    }
     units: dict[str, list[tuple[int, int]]] = {}
-    for item in items:
-        if item.variant != TEMPLATE and not item.missing and item.id in template:
-            units.setdefault(item.variant, []).append((int(template[item.id]), int(item.correct)))
+    for item, r in zip(items, rounds, strict=True):
+        if item.variant != TEMPLATE and not item.missing and (item.id, r) in template:
+            units.setdefault(item.variant, []).append((int(template[(item.id, r)]), int(item.correct)))
     pooled = [unit for variant in sorted(units) for unit in units[variant]]
     return {
         "krippendorff_alpha": krippendorff_alpha_nominal(pooled),
@@ -99,10 +108,11 @@ def paraphrase_agreement(items: Sequence[ItemResult]) -> dict[str, Any]:
     }
 
 
-def summarize(run: GradingRun) -> dict[str, Any]:
+def summarize(run: GradingRun, repeats: Sequence[int] | None = None) -> dict[str, Any]:
     """The summary ``sgfs grade`` prints: counts, accuracy and breakdowns over every (question, variant)
     item (missing answers count as wrong), abstention metrics, the ids that could not be graded and,
-    when paraphrase variants were answered, Krippendorff's alpha."""
+    when paraphrase variants were answered, Krippendorff's alpha (``repeats``: as in
+    ``paraphrase_agreement``)."""
     items = run.items
     overall = tally(items)
     answerable = {
@@ -126,5 +136,5 @@ def summarize(run: GradingRun) -> dict[str, Any]:
         "duplicates": list(run.duplicates),
     }
     if any(variant != TEMPLATE for variant in run.variants):
-        summary.update(paraphrase_agreement(items))
+        summary.update(paraphrase_agreement(items, repeats))
     return summary

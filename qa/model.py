@@ -35,6 +35,7 @@ REASONS = (
     "undefined_statistic",
     "too_few_rows",
     "constant_input",
+    "not_measured",
 )
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 

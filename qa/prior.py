@@ -11,14 +11,20 @@ beside the abstain floor. A benchmark whose prior floor is well above its abstai
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qa.model import FIXED_TYPES, NOT_POSSIBLE, QUESTION_FORMAT, SAMPLED_TYPES, Answer, Question
+
+if TYPE_CHECKING:
+    from generators import Repository
+    from qa.generate import Options
 
 # Seeds the shipped table is learned from: far above any seed range used for evaluation in the docs and tests.
 TRAINING_SEEDS = tuple(range(1_000_000_001, 1_000_000_041))
@@ -75,10 +81,14 @@ class PriorTable:
         )
         valid_seeds = isinstance(seeds, list) and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
         per_type, unanswerable = data.get("per_type"), data.get("unanswerable")
-        if not (valid_answers and valid_seeds and isinstance(per_type, int) and isinstance(unanswerable, int | float)):
+        valid_per_type = isinstance(per_type, int) and not isinstance(per_type, bool) and per_type >= 0
+        share = -1.0
+        if isinstance(unanswerable, int | float) and not isinstance(unanswerable, bool):
+            share = float(unanswerable)
+        if not (valid_answers and valid_seeds and valid_per_type and 0 <= share <= 1):
             raise PriorError(f"{source}: not a prior table (needs answers, seeds, per_type and unanswerable)")
-        assert isinstance(answers, dict) and isinstance(seeds, list)
-        return cls(dict(answers), tuple(seeds), per_type, float(unanswerable), QUESTION_FORMAT)
+        assert isinstance(answers, dict) and isinstance(seeds, list) and isinstance(per_type, int)
+        return cls(dict(answers), tuple(seeds), per_type, share, QUESTION_FORMAT)
 
 
 def _key(answer: Answer) -> str:
@@ -104,6 +114,24 @@ def learn(questions: Iterable[Question], seeds: Sequence[int], per_type: int, un
     return PriorTable(answers, tuple(seeds), per_type, unanswerable)
 
 
+def learn_seeds(
+    factory: Callable[[int], Repository],
+    seeds: Sequence[int],
+    options: Options,
+    on_repository: Callable[[], None] | None = None,
+) -> tuple[PriorTable, int]:
+    """The table learned from the questions ``sgfs qa`` generates for ``seeds`` (each repository made by
+    ``factory``; ``on_repository`` called after each), and how many questions that was."""
+    from qa.generate import generate  # scipy is heavy: imported only when questions are generated
+
+    questions: list[Question] = []
+    for seed in seeds:
+        questions += generate(factory(seed), options)
+        if on_repository is not None:
+            on_repository()
+    return learn(questions, seeds, options.per_type, options.unanswerable), len(questions)
+
+
 def read_table(path: str | Path) -> PriorTable:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -114,12 +142,34 @@ def read_table(path: str | Path) -> PriorTable:
     return PriorTable.from_dict(data, str(path))
 
 
+def table_text(table: PriorTable) -> str:
+    """The JSON text ``write_table`` writes."""
+    return json.dumps(table.to_dict(), indent=1, ensure_ascii=False) + "\n"
+
+
 def write_table(table: PriorTable, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(table.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    """Writes the table to ``path`` through a temporary file beside it and a rename, so that an interrupted
+    write leaves the old file (or none), never part of one; an existing file is replaced. OSError on failure."""
+    target = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            os.fchmod(stream.fileno(), 0o644)  # not mkstemp's 0600: a table holds nothing secret
+            stream.write(table_text(table))
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def default_table() -> PriorTable:
     """The table shipped with sgfs: learned on ``TRAINING_SEEDS`` with the default options (scripts/learn_prior.py
     writes it; a test checks that learning again gives the same table)."""
-    text = resources.files("qa").joinpath("data/prior.json").read_text(encoding="utf-8")
-    return PriorTable.from_dict(json.loads(text), "the shipped prior table")
+    source = "the shipped prior table"
+    try:
+        data = json.loads(resources.files("qa").joinpath("data/prior.json").read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PriorError(f"cannot read {source} ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise PriorError(f"{source} is not JSON ({exc})") from None
+    return PriorTable.from_dict(data, source)

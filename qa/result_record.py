@@ -7,21 +7,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
+from functools import cache
 
-from qa.grading import TEMPLATE, ItemResult
-from qa.model import Json, Question
+from qa.grading import TEMPLATE, GradedQuestion, ItemResult, JsonValue, grade
+from qa.model import NOT_POSSIBLE, Json, Question
+from qa.prior import PriorError, PriorTable, default_table
 
 STATUSES = ("ok", "timeout", "crash", "no_answer")
 # The keys every record has (a record converted from an Inspect log has exactly these).
 RECORD_KEYS = (
     "id",
     "variant",
+    "repeat",
     "seed",
     "type",
     "category",
     "answer_kind",
     "answerable",
     "answer",
+    "truth",
     "correct",
     "abstained",
     "status",
@@ -31,10 +36,39 @@ RECORD_KEYS = (
     "files_read",
     "evidence_read",
     "evidence_recall",
+    "floors",
 )
 REQUIRED_KEYS = ("id", "type", "category", "answerable", "correct")
 # The keys only ``sgfs eval`` writes (``EvalDetails``).
 EVAL_KEYS = ("extracted", "exit_code", "stderr_tail", "evidence_files", "bytes_read", "dirs_listed", "reads_outside")
+
+
+# The floor agents graded on every item (docs/eval.md): "not possible" to everything, and the prior table's answer.
+FLOORS = ("abstain", "prior")
+
+
+@cache
+def prior_table() -> PriorTable:
+    """The prior table shipped with sgfs (``qa.prior.default_table``), read once."""
+    return default_table()
+
+
+def floor_grades(question: GradedQuestion, seed: int) -> dict[str, bool | None]:
+    """Whether each floor agent's answer to ``question`` is correct, graded like any answer; the prior floor is
+    None on a seed the prior table was learned from (it would know the answer)."""
+    try:
+        table: PriorTable | None = prior_table()
+    except PriorError:  # a shipped table of another question format: no prior floor rather than no run
+        table = None
+    prior = (
+        None if table is None or seed in table.seeds else grade(question, _as_json(table.answer(question.type))).correct
+    )
+    return {"abstain": grade(question, NOT_POSSIBLE).correct, "prior": prior}
+
+
+def _as_json(value: str | int | float) -> JsonValue:
+    """An answer as an agent's JSON answer file gives it to the grader: numbers exactly as written."""
+    return value if isinstance(value, str) else Decimal(str(value))
 
 
 class ResultRecordError(ValueError):
@@ -78,6 +112,9 @@ class ResultRecord:
     evidence_read: list[str] | None
     evidence_recall: float | None
     details: EvalDetails | None = None  # None for records converted from Inspect logs
+    repeat: int = 1  # 1..K with `sgfs eval --repeats K`; records without it are repeat 1
+    truth: Json = None  # the question's answer (``not possible`` when unanswerable); None: not recorded
+    floors: dict[str, bool | None] | None = None  # ``floor_grades``; None: not recorded
 
     @classmethod
     def of(
@@ -94,9 +131,12 @@ class ResultRecord:
         tool_calls: int | None,
         files_read: list[str] | None,
         details: EvalDetails | None = None,
+        repeat: int = 1,
+        graded: GradedQuestion | None = None,
     ) -> ResultRecord:
-        """The record of ``question`` asked in ``variant``: its fields from the question, the evidence read and
-        its recall from ``files_read`` (paths inside the question's repository; None: reads not seen)."""
+        """The record of ``question`` asked in ``variant`` (the ``repeat``-th time): its fields from the question,
+        the evidence read and its recall from ``files_read`` (paths inside the question's repository; None: reads
+        not seen), and, given the question as the grader reads it (``graded``), the floor agents' grades."""
         evidence_read: list[str] | None = None
         evidence_recall: float | None = None
         if files_read is not None:
@@ -122,12 +162,20 @@ class ResultRecord:
             evidence_read=evidence_read,
             evidence_recall=evidence_recall,
             details=details,
+            repeat=repeat,
+            truth=question.answer if question.answerable else NOT_POSSIBLE,
+            floors=None if graded is None else floor_grades(graded, question.seed),
         )
 
     @property
     def key(self) -> tuple[str, str]:
-        """(question id, variant): one record per key in a run."""
+        """(question id, variant): the question-variant, asked ``repeat`` times."""
         return (self.id, self.variant)
+
+    @property
+    def unit(self) -> tuple[str, str, int]:
+        """(question id, variant, repeat): one record per unit in a run."""
+        return (self.id, self.variant, self.repeat)
 
     @property
     def reads_outside(self) -> list[str] | None:
@@ -147,7 +195,7 @@ class ResultRecord:
             missing=False,
             parsed=self.answer,
             extracted=None,
-            expected="",
+            expected="" if self.truth is None else str(self.truth),
         )
 
     def to_json(self) -> dict[str, Json]:
@@ -157,12 +205,14 @@ class ResultRecord:
         pairs: list[tuple[str, Json]] = [
             ("id", self.id),
             ("variant", self.variant),
+            ("repeat", self.repeat),
             ("seed", self.seed),
             ("type", self.type),
             ("category", self.category),
             ("answer_kind", self.answer_kind),
             ("answerable", self.answerable),
             ("answer", self.answer),
+            ("truth", self.truth),
             *([("extracted", _copy(d.extracted))] if d else []),
             ("correct", self.correct),
             ("abstained", self.abstained),
@@ -177,6 +227,7 @@ class ResultRecord:
             *([("reads_outside", _copy(d.reads_outside))] if d else []),
             ("evidence_read", _copy(self.evidence_read)),
             ("evidence_recall", self.evidence_recall),
+            ("floors", None if self.floors is None else dict(self.floors)),
         ]
         return dict(pairs)
 
@@ -220,6 +271,9 @@ class ResultRecord:
             evidence_read=read.strings("evidence_read"),
             evidence_recall=read.number("evidence_recall"),
             details=details,
+            repeat=read.repeat(),
+            truth=read.truth(),
+            floors=read.floors(),
         )
 
 
@@ -259,6 +313,28 @@ class _Reader:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         raise self._error(key)
+
+    def repeat(self) -> int:
+        value = self.integer("repeat")
+        if value is None:
+            return 1
+        if value < 1:
+            raise self._error("repeat")
+        return value
+
+    def truth(self) -> Json:
+        value = self.obj.get("truth")
+        if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
+            return value
+        raise self._error("truth")
+
+    def floors(self) -> dict[str, bool | None] | None:
+        value = self.obj.get("floors")
+        if value is None:
+            return None
+        if isinstance(value, dict) and all(v is None or isinstance(v, bool) for v in value.values()):
+            return {name: v for name, v in value.items() if v is None or isinstance(v, bool)}
+        raise self._error("floors")
 
     def strings(self, key: str) -> list[str] | None:
         value = self.obj.get(key)

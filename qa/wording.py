@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from generators.repository import layout_template
-from generators.spec import Spec
+from generators.spec import Spec, Variable
 
 Condition = dict[str, Any]
 
@@ -79,10 +79,9 @@ PLACEHOLDER_MEANINGS = {
     "researcher": "the researcher's name",
     "seq_number": "the run number",
 }
-UNANSWERABLE_NOTE = (
-    "If the data in the repository cannot answer this question (for example, no file or no row meets the "
-    'conditions, or the statistic is not defined for the column), answer "not possible".'
-)
+NOT_POSSIBLE_TEXT = '"not possible"'
+# What each statistic needs, said in the question when it needs more than one row.
+MIN_ROWS_TEXT = {"std": 2, "variance": 2, "pearson": 3, "spearman": 3, "welch": 2}
 
 
 @dataclass
@@ -98,6 +97,7 @@ class Draft:
     row_conditions: list[Condition] = field(default_factory=list)
     test: dict[str, Any] | None = None
     sig_figs: int | None = None
+    extra_variables: dict[str, Variable] = field(default_factory=dict)  # named columns the spec lacks
 
 
 class Paraphraser(Protocol):
@@ -110,17 +110,57 @@ def _number(value: float) -> str:
 
 def _closing(draft: Draft) -> str:
     figures = f" Give the answer to {draft.sig_figs} significant figures." if draft.sig_figs else ""
-    return f"{layout_note(draft)}{_missing_target(draft)}{figures} {UNANSWERABLE_NOTE}"
+    return f"{layout_note(draft)}{figures}{not_possible_note(draft)}"
 
 
-def _missing_target(draft: Draft) -> str:
-    """A question about one named file or directory says what to answer when it does not exist: a count of
-    zero would otherwise be a natural, wrong, answer."""
-    if draft.type == "prefix":
-        return ' If there is no such directory, answer "not possible".'
-    if draft.type in ("count_rows", "univariate_single_file"):
-        return ' If there is no such file, answer "not possible".'
-    return ""
+def or_list(items: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def not_possible_note(draft: Draft) -> str:
+    """When this question must be answered "not possible", in its own words: only the cases that can arise for its
+    type, and for a count, that an empty selection is "not possible", never 0 (the paper's convention)."""
+    t = draft.type
+    if t in ("readme", "extension"):
+        return ""  # always answerable
+    if t == "title":
+        return f" If there is no README, or the README does not give the title, answer {NOT_POSSIBLE_TEXT}."
+    if t == "abstract":
+        return f" If there is no README, or the README has no abstract, answer {NOT_POSSIBLE_TEXT}."
+    cases: list[str] = []
+    if t in ("count_rows", "univariate_single_file"):
+        cases.append("there is no such file")
+    elif t == "prefix":
+        cases.append("there is no such directory")
+    elif t == "condition":
+        cases.append("no data file meets these conditions")
+    else:
+        cases.append("no data file meets the path conditions")
+    if draft.row_conditions:
+        cases.append("no row meets the row conditions")
+    if t in ("count_rows", "prefix", "condition"):
+        return f" If {or_list(cases)}, answer {NOT_POSSIBLE_TEXT} (not 0)."
+    name = draft.statistic or (draft.test or {}).get("name", "")
+    least = MIN_ROWS_TEXT.get(name)
+    if t.startswith("univariate"):
+        cases.append(f"the column `{draft.columns[0]}` is not recorded in those files")
+        cases.append(
+            "the column is not numeric (the statistic is defined for numeric columns only; a categorical column, "
+            "even one with ordered levels, has none)"
+        )
+        if least:
+            cases.append(f"fewer than {least} rows remain")
+        return f" Answer {NOT_POSSIBLE_TEXT} if {or_list(cases)}."
+    if name == "welch":
+        cases.append("either group has fewer than 2 rows")
+        cases.append("both groups take a single value each")
+    else:
+        cases.append("either column is of a type the statistic is not defined for (see its definition)")
+        if least:
+            cases.append(f"fewer than {least} rows remain")
+        cases.append("either column takes a single value over the selected rows")
+    return f" Answer {NOT_POSSIBLE_TEXT} if {or_list(cases)}."
 
 
 def layout_note(draft: Draft) -> str:
@@ -161,14 +201,14 @@ def path_phrase(draft: Draft, readable: bool = False) -> str:
             parts.append(f"{name} is {draft.path_display[c['value']]}")
         else:
             values = [draft.path_display[v] for v in c["values"]]
-            parts.append(f"{name} is one of {', '.join(values)}")
+            parts.append(f"{name} is one of {or_list(values)}")
     return " and ".join(parts)
 
 
 def _column_name(draft: Draft, column: str, readable: bool) -> str:
     if not readable:
         return f"`{column}`"
-    variable = draft.spec.variable(column)
+    variable = draft.extra_variables.get(column) or draft.spec.variable(column)
     return f"{variable.name}" + (f" ({variable.unit})" if variable.unit else "") + f" [column `{column}`]"
 
 
@@ -180,7 +220,7 @@ def row_phrase(draft: Draft, readable: bool = False) -> str:
         if op == "eq":
             parts.append(f"{name} is {c['value']}")
         elif op == "in":
-            parts.append(f"{name} is one of {', '.join(c['values'])}")
+            parts.append(f"{name} is one of {or_list(list(c['values']))}")
         elif op == "between":
             parts.append(f"{name} is between {_number(c['low'])} and {_number(c['high'])} (inclusive)")
         else:
@@ -200,13 +240,13 @@ def templated(draft: Draft) -> str:
         text = "Does this repository contain a README file at its top level? Answer yes or no."
     elif t == "title":
         text = (
-            "What is the title of the research project, as written in this repository's README? "
+            "If this repository has a README that gives the research project's title, what is that title? "
             f"{TITLE_NOTE} Give it exactly."
         )
     elif t == "abstract":
         text = (
-            "What is the first sentence of the project's abstract, as written in this repository's README? "
-            "Quote it exactly."
+            "If this repository has a README with an abstract of the project, what is the abstract's first "
+            "sentence? Quote it exactly."
         )
     elif t == "extension":
         text = (
@@ -295,9 +335,12 @@ def _plain(draft: Draft) -> str:
     if t == "readme":
         return "Is there a README file in the root folder of this dataset? Reply yes or no."
     if t == "title":
-        return f"According to the README, what is this project called? {TITLE_NOTE} Reproduce the title exactly."
+        return (
+            f"According to the README, if there is one, what is this project called? {TITLE_NOTE} Reproduce the "
+            "title exactly."
+        )
     if t == "abstract":
-        return "Quote, word for word, the opening sentence of the abstract given in the README."
+        return "Quote, word for word, the opening sentence of the abstract given in the README, if there is one."
     if t == "extension":
         return (
             "Which format are the data tables saved in? Give the file extension (csv, json, jsonl, xlsx, txt or log)."
@@ -336,9 +379,9 @@ def _restructured(draft: Draft) -> str:
     if t == "readme":
         return "Check the top level of the repository: is a README file present (yes or no)?"
     if t == "title":
-        return f"Look for the project's title in the README. {TITLE_NOTE} What is the title, exactly as written?"
+        return f"Look for a README and the project's title in it. {TITLE_NOTE} What is the title, exactly as written?"
     if t == "abstract":
-        return "Look for an abstract in the README. What is its first sentence, verbatim?"
+        return "Look for a README and an abstract in it. What is the abstract's first sentence, verbatim?"
     if t == "extension":
         return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
     if t == "count_rows":
@@ -383,9 +426,12 @@ def _request(draft: Draft) -> str:
     if t == "readme":
         return f"Before I start on this {project} dataset: does it ship a README at the top level? Yes or no."
     if t == "title":
-        return f"I need to cite this project. What title does its README give? {TITLE_NOTE} Please copy it exactly."
+        return (
+            f"I need to cite this project. What title does its README give, if it has one? {TITLE_NOTE} Please copy "
+            "it exactly."
+        )
     if t == "abstract":
-        return "For my notes I need the abstract's opening sentence from the README, copied exactly."
+        return "For my notes I need the opening sentence of the abstract in the README, if any, copied exactly."
     if t == "extension":
         return (
             "I want to pick the right parser: what extension do the data files have "

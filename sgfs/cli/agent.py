@@ -1,10 +1,11 @@
-"""``sgfs agent abstain|random|oracle``: reference agents that follow the `sgfs eval` protocol."""
+"""``sgfs agent abstain|prior|random|oracle``: reference agents that follow the `sgfs eval` protocol."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import click
 
 from qa.model import NOT_POSSIBLE, Answer
-from sgfs.cli.options import examples, key_option
+from sgfs.cli.options import examples, key_option, write_stdout
 from sgfs.errors import SgfsError
 
 
@@ -47,12 +48,30 @@ def _with_lookup(function: Any) -> Any:
     return function
 
 
-AGENT_HELP = "Reference agents for `sgfs eval --agent` (protocol: docs/eval.md).\n\n" + examples(
+AGENT_HELP = (
+    "Reference agents for `sgfs eval --agent` (protocol: docs/eval.md): abstain and prior are the floors an agent "
+    "must beat (abstaining; guessing each question type's most common answer without reading anything), random "
+    "is chance, oracle the ceiling.\n\n"
+) + examples(
     "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
+    "sgfs eval 1-5 --agent 'sgfs agent prior' --out runs/prior",
     "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
 )
 ABSTAIN_HELP = 'Always answers "not possible": scores exactly the unanswerable share.\n\n' + examples(
     "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
+)
+PRIOR_HELP = (
+    "Answers each question with its type's most common answer in a prior table, reading nothing but the question "
+    "id: the floor of a guesser. The table is the one shipped with sgfs (learned on reserved seeds no evaluation "
+    "uses) unless --table FILE is given; a question whose seed the table was learned on is refused.\n\n"
+    "With --learn SEEDS --out FILE it learns a table instead: it generates the questions of SEEDS as `sgfs qa` "
+    "does (--per-type, --unanswerable, --key as given to qa) and writes each type's most common answer to FILE "
+    "(replacing it atomically; '-' for stdout). Evaluate with such a table only seeds outside SEEDS.\n\n"
+) + examples(
+    "sgfs agent prior --id 118-bivariate_hypothesis-1",
+    "sgfs eval 1-5 --agent 'sgfs agent prior' --out runs/prior",
+    "sgfs agent prior --learn 5000-5099 --per-type 1 --out prior-1.json",
+    "sgfs eval 1-5 --per-type 1 --agent 'sgfs agent prior --table ./prior-1.json' --out runs/prior-1",
 )
 RANDOM_HELP = "A random choice or number of the right kind, seeded by the question id.\n\n" + examples(
     "sgfs agent random --id 118-prefix-1",
@@ -98,3 +117,100 @@ def oracle_command(
         _answer(oracle_answer(record, repo))
     except OSError as exc:
         raise SgfsError(f"cannot read evidence in {repo}: {exc.strerror or exc}", exit_code=1) from None
+
+
+@agent_command.command("prior", help=PRIOR_HELP)
+@click.option("--id", "question_id", metavar="ID", help="Question id (default: $SGFS_QUESTION_ID).")
+@click.option("--table", "table_file", metavar="FILE", help="Answer from this prior table, not the shipped one.")
+@click.option("--learn", "learn_seeds", metavar="SEEDS", help="Learn a table from these seeds (e.g. 5000-5099).")
+@click.option("--out", metavar="FILE", help="With --learn: where the table goes ('-' for stdout).")
+@click.option("--per-type", type=click.IntRange(0, 1000), help="With --learn: as given to sgfs qa [default: 5].")
+@click.option(
+    "--unanswerable", type=click.FloatRange(0.0, 1.0), help="With --learn: as given to sgfs qa [default: 0.28]."
+)
+@click.option("--quiet", "-q", is_flag=True, help="With --learn: no progress bar.")
+@functools.partial(key_option, help="With --learn: the universe key, as given to sgfs qa.")
+def prior_command(
+    question_id: str | None,
+    table_file: str | None,
+    learn_seeds: str | None,
+    out: str | None,
+    per_type: int | None,
+    unanswerable: float | None,
+    quiet: bool,
+    key_file: str | None,
+) -> None:
+    if learn_seeds is None:
+        learning_only = {"--out": out, "--per-type": per_type, "--unanswerable": unanswerable, "--key": key_file}
+        given = [name for name, value in learning_only.items() if value is not None] + ["--quiet"] * quiet
+        if given:
+            raise SgfsError(f"{given[0]} only applies with --learn SEEDS")
+        _answer_from_prior(_question_id(question_id), table_file)
+        return
+    for name, value in (("--id", question_id), ("--table", table_file)):
+        if value is not None:
+            raise SgfsError(f"{name} does not apply with --learn (it learns a table; it answers nothing)")
+    if out is None:
+        raise SgfsError("--learn needs --out FILE (or --out - for stdout)")
+    _learn_prior(learn_seeds, out, per_type, unanswerable, quiet, key_file)
+
+
+def _answer_from_prior(question_id: str, table_file: str | None) -> None:
+    from qa.prior import PriorError, default_table, read_table
+    from sgfs.eval.agents import prior_answer
+
+    try:
+        table = default_table() if table_file is None else read_table(table_file)
+    except PriorError as exc:
+        raise SgfsError(str(exc)) from None
+    _answer(prior_answer(question_id, table))
+
+
+def _learn_prior(
+    seeds: str, out: str, per_type: int | None, unanswerable: float | None, quiet: bool, key_file: str | None
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from qa.generate import Options  # scipy is heavy: only the commands that need it import it
+    from qa.prior import learn_seeds, table_text, write_table
+    from sgfs.store.repositories import keyed_procedural, load_key, parse_seed_list
+
+    seed_list = parse_seed_list(seeds)
+    if out != "-":
+        _check_writable(out)
+    factory = keyed_procedural(load_key(key_file))
+    defaults = Options()
+    options = Options(
+        per_type=defaults.per_type if per_type is None else per_type,
+        unanswerable=defaults.unanswerable if unanswerable is None else unanswerable,
+    )
+    columns = (TextColumn("questions"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, disable=quiet or not sys.stderr.isatty(), transient=True) as progress:
+        task = progress.add_task("prior", total=len(seed_list))
+        table, count = learn_seeds(factory, seed_list, options, lambda: progress.advance(task))
+    if out == "-":
+        write_stdout(table_text(table))
+    else:
+        try:
+            write_table(table, out)
+        except OSError as exc:
+            raise SgfsError(f"cannot write {out}: {exc.strerror or exc}", exit_code=1) from None
+    where = "standard output" if out == "-" else out
+    click.echo(
+        f"learned the most common answer of {len(table.answers)} question types from {count} questions of "
+        f"{len(seed_list)} seed{'' if len(seed_list) == 1 else 's'} (--per-type {options.per_type}, "
+        f"--unanswerable {options.unanswerable}) into {where}",
+        err=True,
+    )
+
+
+def _check_writable(out: str) -> None:
+    """Fails before any question is generated when ``--out`` cannot be written."""
+    target = Path(out)
+    if target.is_dir():
+        raise SgfsError(f"--out {out} is a directory")
+    parent = target.parent
+    if not parent.is_dir():
+        raise SgfsError(f"--out {out}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SgfsError(f"--out {out}: directory {parent} is not writable")

@@ -56,6 +56,8 @@ reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: 
 @click.option("--shard", metavar="I/N", help="Run only shard I of N (a deterministic split by question id).")
 @click.option("--per-type", type=click.IntRange(0, 1000), default=5, show_default=True, help="As in `sgfs qa`.")
 @click.option("--unanswerable", type=click.FloatRange(0, 1), default=0.28, show_default=True, help="As in `sgfs qa`.")
+@click.option("--repeats", type=int, default=1, show_default=True, metavar="K",
+              help="Ask each question (and variant) K times (1..100): pass@k and run-to-run spread.")  # fmt: skip
 @click.option("--variant", type=click.Choice(["template", "paraphrase_1", "paraphrase_2", "paraphrase_3", "all"]),
               default="template", show_default=True, help="Which wording of each question to ask.")  # fmt: skip
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Gate: exit 1 below this accuracy.")
@@ -100,6 +102,7 @@ def eval_command(
     shard: str | None,
     per_type: int,
     unanswerable: float,
+    repeats: int,
     variant: str,
     min_accuracy: float | None,
     baseline: str | None,
@@ -116,12 +119,13 @@ def eval_command(
     from sgfs.agents.sandbox import Bind, SandboxPolicy
     from sgfs.eval.finish import Baseline, finish
     from sgfs.eval.gate import Gate
-    from sgfs.eval.harness import EvalConfig, key_fingerprint, run_eval
+    from sgfs.eval.harness import EvalConfig, check_repeats, key_fingerprint, run_eval
     from sgfs.eval.questions import parse_shard
-    from sgfs.eval.results import RunInfo, run_info
+    from sgfs.eval.results import SUMMARY, RunInfo, run_info
 
     if (seeds is None) == (questions_file is None):
         raise SgfsError("give either SEEDS or --questions FILE (exactly one)")
+    check_repeats(repeats)
     if audit_file is not None and mount is None:
         raise SgfsError("--audit goes with --mount (a private mount is always audited)")
     if max_drop is not None and baseline is None:
@@ -149,6 +153,7 @@ def eval_command(
         quiet=quiet,
         sandbox=sandbox,
         key_file=key_file,
+        repeats=repeats,
     )
     fingerprint = key_fingerprint(key_file)  # a bad key file is refused before anything else is done
     if base is not None:  # before any agent runs: a baseline from another universe is no baseline
@@ -158,7 +163,7 @@ def eval_command(
     report_dir = None if no_report else config.out / "report"
     failed = _all_failed(records)
     gate = Gate() if failed else Gate(min_accuracy, max_drop)
-    finish(records, summary, [run_info(config.out)], base, gate, junit_file, report_dir)
+    finish(records, summary, [run_info(config.out)], base, gate, junit_file, report_dir, config.out / SUMMARY)
     if failed:
         raise SgfsError(failed, exit_code=1)
 
@@ -177,5 +182,21 @@ def _one_line(summary: RunSummary, out: Path) -> str:
     accuracy = summary.accuracy
     recall = summary.evidence_recall_mean
     shown = "-" if accuracy is None else f"{accuracy:.3f}"
-    extra = "" if recall is None else f", evidence recall {recall:.3f}"
+    interval = summary.accuracy_interval
+    if interval.get("low") is not None:
+        shown += f" (95 % {interval['low']:.3f}-{interval['high']:.3f})"
+    split = summary.grading["by_answerable"]
+    shown += f", answerable {_share(split['answerable']['accuracy'])}, unanswerable "
+    shown += _share(split["unanswerable"]["accuracy"])
+    floors = ", ".join(f"{name} {_share(floor.get('accuracy'))}" for name, floor in summary.floors.items())
+    extra = f"; floors: {floors}" if floors else ""
+    if summary.repeats > 1:
+        extra += (
+            f"; {summary.repeats} repeats, pass@{summary.repeats} {_share(summary.pass_at_k.get(str(summary.repeats)))}"
+        )
+    extra += "" if recall is None else f", evidence recall {recall:.3f}"
     return f"graded {summary.n} answers: accuracy {shown}{extra}; results in {out}"
+
+
+def _share(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float | int) else "-"

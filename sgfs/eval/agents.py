@@ -1,8 +1,10 @@
-"""Reference agents (`sgfs agent abstain|random|oracle`): the floor, chance, and the ceiling that checks the audit.
+"""Reference agents (`sgfs agent abstain|prior|random|oracle`): the floor, the prior floor, chance, and the
+ceiling that checks the audit.
 
 ``random`` and ``oracle`` look the question up by id in the privileged record: regenerated from the seed
 (ids are ``<seed>-<type>-<k>``; generation is deterministic; in a keyed universe with ``--key FILE``) or read from
-``--questions FILE``.
+``--questions FILE``. ``prior`` reads nothing of the question but its id: the type in it picks the answer from a
+prior table (``qa.prior``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import hashlib
 import random
 from pathlib import Path
 
-from qa.model import NOT_POSSIBLE, Answer, Question
+from qa.model import CATEGORIES, NOT_POSSIBLE, Answer, Question
+from qa.prior import PriorError, PriorTable
 from qa.records import QuestionsError, find_in_file, generated_records
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import keyed_procedural, load_key
@@ -71,3 +74,25 @@ def random_answer(question: Question) -> Answer:
     if kind == "integer":
         return rng.randint(0, 200)
     return round(rng.uniform(-1.0, 1.0) * 10.0 ** rng.randint(0, 3), 4)
+
+
+def seed_and_type(question_id: str) -> tuple[int, str]:
+    """The seed and question type named by an id ``<seed>-<type>-<k>``; an SgfsError for anything else."""
+    seed_text, _, rest = question_id.partition("-")
+    qtype, _, number = rest.rpartition("-")
+    if not (seed_text.isdigit() and number.isdigit() and qtype):
+        raise SgfsError(f"question id {question_id!r} is not of the form <seed>-<type>-<k>")
+    if qtype not in CATEGORIES:
+        raise SgfsError(f"question id {question_id!r}: unknown question type {qtype!r}")
+    return int(seed_text), qtype
+
+
+def prior_answer(question_id: str, table: PriorTable) -> Answer:
+    """The type's most common answer in ``table``; an SgfsError when the table was learned on the question's seed
+    (its floor would be learned on the very questions it is scored on)."""
+    seed, qtype = seed_and_type(question_id)
+    try:
+        table.check_unseen([seed])
+    except PriorError as exc:
+        raise SgfsError(str(exc)) from None
+    return table.answer(qtype)

@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from qa.model import Json
+from qa.model import QUESTION_FORMAT, Json
 from qa.records import AskedQuestion, QuestionSource
 from qa.result_record import ResultRecord
 from sgfs.agents.sandbox import SandboxPolicy, check_sandbox, hidden_paths
@@ -31,11 +31,12 @@ from sgfs.eval.results import (
     SUMMARY,
     ResultsWriter,
     RunDescription,
+    question_format,
     read_results,
     read_run,
     write_json,
 )
-from sgfs.eval.runner import Interrupted, Runner, RunSettings
+from sgfs.eval.runner import Interrupted, RunItem, Runner, RunSettings
 from sgfs.eval.summary import RunSummary, summarize_records
 from sgfs.mount.audit import AuditReader
 from sgfs.store.repositories import load_key
@@ -63,6 +64,22 @@ class EvalConfig:
     # A universe key FILE (--key): questions and the private mount are the keyed universe's. With --mount, the
     # user's mount must have been started with the same key. Only its fingerprint is recorded.
     key_file: str | None = None
+    repeats: int = 1  # --repeats K: each (question, variant) is asked K times
+
+
+MAX_REPEATS = 100
+
+
+def check_repeats(repeats: int) -> None:
+    """``--repeats K`` must be 1..100."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise SgfsError(f"invalid --repeats {repeats}: expected an integer from 1 to {MAX_REPEATS}")
+
+
+def run_items(items: list[AskedQuestion], repeats: int) -> list[RunItem]:
+    """The units of a run: every item ``repeats`` times, repeat by repeat (an interrupted run keeps whole
+    repeats first)."""
+    return [RunItem(item, repeat) for repeat in range(1, repeats + 1) for item in items]
 
 
 def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
@@ -106,6 +123,8 @@ def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) ->
         mount="private" if config.mount is None else "user",
         sandbox=None if config.sandbox is None else config.sandbox.describe(),
         key_fingerprint=key_fingerprint(config.key_file),
+        repeats=config.repeats,
+        question_format=QUESTION_FORMAT,
     )
 
 
@@ -125,12 +144,20 @@ def prepare_directory(
     if existing is not None and started and not config.resume:
         raise SgfsError(f"{out} already holds a run: add --resume to finish it, or choose another --out")
     if existing is not None and (started or config.resume):
+        theirs = question_format(existing)
+        if theirs != QUESTION_FORMAT:
+            raise SgfsError(
+                f"cannot resume {out}: it was made with question format {theirs}, this sgfs asks format "
+                f"{QUESTION_FORMAT} (runs of different question formats are never mixed)"
+            )
         if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("key_fingerprint") != meta.key_fingerprint:
             raise SgfsError(f"cannot resume {out}: it was made with another universe key (fingerprints differ)")
         if existing.get("agent") != config.agent:
             raise SgfsError(f"cannot resume {out}: it was made with another agent ({existing.get('agent')!r})")
+        if existing.get("repeats", 1) != config.repeats:
+            raise SgfsError(f"cannot resume {out}: it was made with --repeats {existing.get('repeats', 1)}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -165,18 +192,20 @@ def _progress(quiet: bool) -> Progress:
 
 def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     """Run what is missing, write results, summary and run.json; the summary and every record, in item order."""
+    check_repeats(config.repeats)
     check_agent(config.agent)
     if config.sandbox is not None:
         check_sandbox()  # one line saying why, exit 2, before anything is written
-    items, run_digest = load_items(config)
-    meta, done = prepare_directory(config, items, run_digest)
-    wanted = {item.key for item in items}
-    records = [r for r in done if r.key in wanted]
-    finished = {r.key for r in records}
-    todo = [item for item in items if item.key not in finished]
+    asked, run_digest = load_items(config)
+    meta, done = prepare_directory(config, asked, run_digest)
+    items = run_items(asked, config.repeats)
+    wanted = {item.unit for item in items}
+    records = [r for r in done if r.unit in wanted]
+    finished = {r.unit for r in records}
+    todo = [item for item in items if item.unit not in finished]
 
     if todo:
-        seeds = sorted({item.seed for item in items})
+        seeds = sorted({item.seed for item in asked})
         with contextlib.ExitStack() as stack:
             stack.enter_context(sigterm_as_interrupt())
             mount: RunMount
@@ -222,9 +251,9 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
                     exit_code=130,
                 ) from None
 
-    order = {item.key: index for index, item in enumerate(items)}
-    records.sort(key=lambda r: order[r.key])
-    summary = replace(summarize_records(records), questions_digest=meta.questions_digest)
+    order = {item.unit: index for index, item in enumerate(items)}
+    records.sort(key=lambda r: order[r.unit])
+    summary = replace(summarize_records(records, config.repeats), questions_digest=meta.questions_digest)
     write_json(config.out / SUMMARY, summary.to_json())
     return summary, records
 

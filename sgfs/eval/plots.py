@@ -17,12 +17,22 @@ def _pyplot() -> Any:
     return plt
 
 
-def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]], measure: str = "accuracy") -> None:
-    """Horizontal bars of a proportion per group with Wilson 95 % intervals; ``groups``: name -> (successes, n)."""
+def accuracy_bars(
+    path: Path,
+    title: str,
+    groups: dict[str, tuple[int, int]],
+    measure: str = "accuracy",
+    intervals_of: dict[str, tuple[float, float] | None] | None = None,
+) -> None:
+    """Horizontal bars of a proportion per group with 95 % intervals; ``groups``: name -> (successes, n);
+    ``intervals_of``: name -> interval (clustered by question), else Wilson intervals of the counts."""
     plt = _pyplot()
     names = list(groups)
     values = [groups[k][0] / groups[k][1] if groups[k][1] else 0.0 for k in names]
-    intervals = [wilson(*groups[k]) or (0.0, 0.0) for k in names]
+    if intervals_of is None:
+        intervals = [wilson(*groups[k]) or (0.0, 0.0) for k in names]
+    else:
+        intervals = [intervals_of.get(k) or (0.0, 0.0) for k in names]
     low = [max(0.0, v - i[0]) for v, i in zip(values, intervals, strict=True)]
     high = [max(0.0, i[1] - v) for v, i in zip(values, intervals, strict=True)]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
@@ -30,7 +40,8 @@ def accuracy_bars(path: Path, title: str, groups: dict[str, tuple[int, int]], me
     ax.set_yticks(range(len(names)), [f"{k} (n={groups[k][1]})" for k in names])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel(f"{measure} (95 % Wilson interval)")
+    kind = "Wilson" if intervals_of is None else "clustered by question"
+    ax.set_xlabel(f"{measure} (95 % interval, {kind})")
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -76,7 +87,7 @@ def distributions(path: Path, series: dict[str, list[float]]) -> None:
 
 
 def difference_bars(path: Path, rows: dict[str, tuple[float, float, float]]) -> None:
-    """Per-type accuracy difference against the baseline with Newcombe 95 % intervals."""
+    """Per-type accuracy difference against the baseline with paired bootstrap 95 % intervals."""
     plt = _pyplot()
     names = list(rows)
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
@@ -89,7 +100,7 @@ def difference_bars(path: Path, rows: dict[str, tuple[float, float, float]]) -> 
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlim(-1, 1)
-    ax.set_xlabel("accuracy difference, run - baseline (95 % Newcombe interval)")
+    ax.set_xlabel("accuracy difference, run - baseline (95 % paired bootstrap interval)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -71,15 +71,18 @@ def resolve_relative(template: str, caller_dir: str) -> str:
     return _PATH_WORD.sub(absolute, template)
 
 
-REFERENCE_AGENTS = ("abstain", "random", "oracle")
+REFERENCE_AGENTS = ("abstain", "prior", "random", "oracle")
 _SAFE_WORD = re.compile(r"[\w./+@%,:=~-]+")
+# Options that make a reference agent do something else than answer (``sgfs agent prior --learn SEEDS --out FILE``
+# writes a file): such a command is no reference agent and goes the way of any other.
+_NOT_ANSWERING = ("--learn", "--out")
 
 
 def reference_agent(command: str) -> list[str] | None:
-    """The argv of one of sgfs's own reference agents (``sgfs agent oracle|random|abstain`` with plain options)
-    run by this installation's interpreter, or None. These are trusted code that must read the truth (the
-    oracle is the ceiling that checks the audit), so they run outside the sandbox: without a shell, so that
-    nothing else can ride along."""
+    """The argv of one of sgfs's own reference agents (``sgfs agent oracle|random|prior|abstain`` with plain
+    options) run by this installation's interpreter, or None. These are trusted code, and some must read the
+    truth (the oracle is the ceiling that checks the audit), so they run outside the sandbox: without a shell, so
+    that nothing else can ride along."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -87,6 +90,8 @@ def reference_agent(command: str) -> list[str] | None:
     if len(words) < 3 or words[0] != "sgfs" or words[1] != "agent" or words[2] not in REFERENCE_AGENTS:
         return None
     if not all(_SAFE_WORD.fullmatch(word) for word in words[3:]):
+        return None
+    if any(word.split("=", 1)[0] in _NOT_ANSWERING for word in words[3:]):
         return None
     return [sys.executable, "-m", "sgfs", *words[1:]]
 

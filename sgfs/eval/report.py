@@ -8,11 +8,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from qa.grading import VARIANTS
 from qa.result_record import ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval import plots
 from sgfs.eval.results import RunInfo
-from sgfs.eval.stats import newcombe, wilson
+from sgfs.eval.stats import ClusteredProportion, PairedComparison, clustered_proportion, paired_comparison, wilson
 from sgfs.eval.summary import RunSummary
 
 if TYPE_CHECKING:
@@ -21,16 +22,31 @@ if TYPE_CHECKING:
 GROUPS: dict[str, Callable[[ResultRecord], str]] = {
     "category": lambda record: record.category,
     "type": lambda record: record.type,
+    "variant": lambda record: record.variant,
+    "answerable": lambda record: "answerable" if record.answerable else "unanswerable",
 }
+WRONG_SHOWN = 50  # wrong answers listed in the report; the rest are counted
+
+
+def _grouped(records: Sequence[ResultRecord], key: str) -> dict[str, list[ResultRecord]]:
+    out: dict[str, list[ResultRecord]] = {}
+    for record in records:
+        out.setdefault(GROUPS[key](record), []).append(record)
+    if key == "variant":
+        return {name: out[name] for name in [*VARIANTS, *sorted(set(out) - set(VARIANTS))] if name in out}
+    return {name: out[name] for name in sorted(out)}
 
 
 def _groups(records: Sequence[ResultRecord], key: str) -> dict[str, tuple[int, int]]:
-    out: dict[str, list[int]] = {}
-    for record in records:
-        counts = out.setdefault(GROUPS[key](record), [0, 0])
-        counts[0] += bool(record.correct)
-        counts[1] += 1
-    return {name: (out[name][0], out[name][1]) for name in sorted(out)}
+    return {name: (sum(bool(r.correct) for r in group), len(group)) for name, group in _grouped(records, key).items()}
+
+
+def _clustered(records: Sequence[ResultRecord]) -> ClusteredProportion:
+    return clustered_proportion([bool(r.correct) for r in records], [r.id for r in records])
+
+
+def _intervals(records: Sequence[ResultRecord], key: str) -> dict[str, tuple[float, float] | None]:
+    return {name: _clustered(group).interval for name, group in _grouped(records, key).items()}
 
 
 def _pct(value: float | None) -> str:
@@ -42,14 +58,27 @@ def _interval(correct: int, n: int) -> str:
     return "-" if bounds is None else f"{100 * bounds[0]:.1f}–{100 * bounds[1]:.1f} %"
 
 
+def _bounds(bounds: tuple[float, float] | None) -> str:
+    return "-" if bounds is None else f"{100 * bounds[0]:.1f}–{100 * bounds[1]:.1f} %"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
     return lines
 
 
-def _accuracy_rows(groups: dict[str, tuple[int, int]]) -> list[list[str]]:
-    return [[name, str(n), str(c), _pct(c / n if n else None), _interval(c, n)] for name, (c, n) in groups.items()]
+def _cell(text: str) -> str:
+    """A table cell: one line, no column separator."""
+    return " ".join(text.split()).replace("|", "/")
+
+
+def _accuracy_row(name: str, group: Sequence[ResultRecord]) -> list[str]:
+    found = _clustered(group)
+    return [name, str(found.n), str(found.clusters), str(found.successes), _pct(found.value), _bounds(found.interval)]
+
+
+ACCURACY_HEADER = ["n", "questions", "correct", "accuracy", "95 % interval"]
 
 
 def _numbers(records: Sequence[ResultRecord], get: Callable[[ResultRecord], float | None]) -> list[float]:
@@ -73,6 +102,29 @@ def _stat_line(name: str, values: list[float]) -> list[str]:
     return [name, str(len(values)), f"{sum(values) / len(values):.3g}", f"{median:.3g}", f"{ordered[-1]:.3g}"]
 
 
+def _alpha(value: object) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else "-"
+
+
+def _run_lines(runs: Sequence[RunInfo], summary: RunSummary) -> list[str]:
+    agents = sorted({run.agent for run in runs if run.agent is not None})
+    versions = sorted({run.sgfs_version for run in runs if run.sgfs_version})
+    formats = sorted({run.question_format for run in runs})
+    sandboxes = sorted({run.sandbox for run in runs})
+    keys = sorted({run.key_fingerprint or "none (the open universe)" for run in runs})
+    return [
+        f"- runs: {', '.join(run.dir for run in runs)}",
+        f"- agent: {', '.join(agents) or '-'}",
+        f"- sgfs version: {', '.join(versions) or '-'}",
+        f"- question format: {', '.join(map(str, formats))}",
+        f"- sandbox: {'; '.join(sandboxes)}",
+        f"- key fingerprint: {', '.join(keys)}",
+        f"- graded items: {summary.n} ({summary.grading.get('questions', '-')} questions, "
+        f"{summary.repeats} repeat{'s' if summary.repeats != 1 else ''})",
+        "",
+    ]
+
+
 def build_markdown(
     records: Sequence[ResultRecord],
     summary: RunSummary,
@@ -80,19 +132,40 @@ def build_markdown(
     baseline: Comparison | None,
 ) -> str:
     """The report as markdown; the plots it shows are drawn by ``draw``."""
-    agents = sorted({run.agent for run in runs if run.agent is not None})
-    lines = ["# sgfs evaluation report", ""]
-    lines += [f"- runs: {', '.join(run.dir for run in runs)}", f"- agent: {', '.join(agents) or '-'}"]
-    versions = sorted({run.sgfs_version for run in runs if run.sgfs_version})
-    lines += [f"- sgfs version: {', '.join(versions) or '-'}", f"- graded items: {summary.n}", ""]
+    lines = ["# sgfs evaluation report", "", *_run_lines(runs, summary)]
     lines += ["## Accuracy", ""]
     grading = summary.grading
-    overall = (summary.correct, summary.n)
-    lines += _table(["", "n", "correct", "accuracy", "95 % interval"], _accuracy_rows({"all": overall}))
+    lines += _table(["", *ACCURACY_HEADER], [_accuracy_row("all", records)])
+    lines += ["", "Intervals are clustered by question id: the wordings and repeats of one question count as one "
+              "draw (docs/eval.md, \"Statistics\")."]  # fmt: skip
+    answerable = _grouped(records, "answerable")
+    lines += ["", "### Answerable and unanswerable questions", ""]
+    lines += _table(["questions", *ACCURACY_HEADER], [_accuracy_row(k, v) for k, v in answerable.items()])
+    alphas = grading.get("krippendorff_alpha_by_variant") or {}
+    variants = _grouped(records, "variant")
+    rows = [[*_accuracy_row(name, group), _alpha(alphas.get(name))] for name, group in variants.items()]
+    lines += ["", "### By wording (variant)", "", *_table(["variant", *ACCURACY_HEADER, "α with template"], rows)]
+    if "krippendorff_alpha" in grading:
+        alpha, units = _alpha(grading["krippendorff_alpha"]), grading.get("krippendorff_units", 0)
+        lines += ["", f"Krippendorff's alpha between templated and paraphrased correctness: {alpha} ({units} units)."]
+    else:
+        lines += ["", "Krippendorff's alpha: - (only one wording was asked)."]
     for title, key in (("category", "category"), ("type", "type")):
-        rows = _accuracy_rows(_groups(records, key))
-        lines += ["", f"### By {title}", "", *_table([title, "n", "correct", "accuracy", "95 % interval"], rows)]
+        rows = [_accuracy_row(name, group) for name, group in _grouped(records, key).items()]
+        lines += ["", f"### By {title}", "", *_table([title, *ACCURACY_HEADER], rows)]
         lines += ["", f"![accuracy by {title}](accuracy_by_{key}.png)"]
+    lines += ["", "## Floors", "", "What an agent that reads nothing scores on exactly these items, graded like the "
+              "agent's answers.", ""]  # fmt: skip
+    floor_rows = []
+    for name, what in (("abstain", "\"not possible\" to every question"),
+                       ("prior", "each question type's most common answer (the shipped prior table)")):  # fmt: skip
+        floor = summary.floors.get(name, {})
+        floor_rows.append([name, what, _pct(floor.get("accuracy")), str(floor.get("reason") or "")])
+    lines += _table(["floor", "answers", "accuracy", "note"], [
+        ["this run", "the agent's answers", _pct(summary.accuracy), ""], *floor_rows
+    ])  # fmt: skip
+    if summary.repeats > 1:
+        lines += _repeats_section(summary)
     lines += ["", "## Abstention", ""]
     abst = [
         ["precision (correct abstentions / abstentions)", _pct(grading["abstention_precision"]),
@@ -124,38 +197,89 @@ def build_markdown(
     lines += _table(["per question", "recorded", "mean", "median", "max"], cost)
     lines += ["", f"Statuses: {', '.join(f'{k} {v}' for k, v in summary.statuses.items())}.", ""]
     lines += ["![distributions](distributions.png)", ""]
+    lines += _wrong_section(records)
     if baseline is not None:
         lines += _baseline_section(baseline)
     return "\n".join(lines) + "\n"
 
 
+def _repeats_section(summary: RunSummary) -> list[str]:
+    rows = [[f"pass@{k}", _pct(value)] for k, value in summary.pass_at_k.items()]
+    rows.append([f"right in all {summary.repeats} repeats (pass_all_k)", _pct(summary.pass_all_k)])
+    sd = summary.run_to_run_sd
+    rows.append(["run-to-run standard deviation of accuracy", "-" if sd is None else f"{100 * sd:.1f} points"])
+    lines = ["", "## Repeats", "", f"Each question (and wording) was asked {summary.repeats} times; pass@k is the "
+             "unbiased estimator of Chen et al. (2021), averaged over question-variants.", ""]  # fmt: skip
+    return lines + _table(["measure", "value"], rows)
+
+
+def _truth(record: ResultRecord) -> str:
+    return "-" if record.truth is None else str(record.truth)
+
+
+def _wrong_section(records: Sequence[ResultRecord]) -> list[str]:
+    wrong = [r for r in records if not r.correct]
+    lines = ["## Wrong answers", ""]
+    if not wrong:
+        return [*lines, "None.", ""]
+    rows = [
+        [r.id, r.variant, str(r.repeat), "-" if r.answer is None else r.answer[:80], _truth(r), r.status or "-"]
+        for r in wrong[:WRONG_SHOWN]
+    ]
+    lines += _table(["id", "variant", "repeat", "answer", "truth", "status"], rows)
+    if len(wrong) > WRONG_SHOWN:
+        lines += ["", f"... and {len(wrong) - WRONG_SHOWN} more wrong answers (results.jsonl lists them all)."]
+    return [*lines, ""]
+
+
+def _by_type(comparison: Comparison) -> dict[str, PairedComparison]:
+    groups: dict[str, tuple[list[bool], list[bool], list[str]]] = {}
+    for mine, theirs in zip(comparison.mine, comparison.theirs, strict=True):
+        a, b, ids = groups.setdefault(mine.type, ([], [], []))
+        a.append(bool(mine.correct))
+        b.append(bool(theirs.correct))
+        ids.append(mine.id)
+    out = {}
+    for qtype in sorted(groups):
+        found = paired_comparison(*groups[qtype])
+        if found is not None:
+            out[qtype] = found
+    return out
+
+
 def _baseline_section(baseline: Comparison) -> list[str]:
     records, base = baseline.mine, baseline.theirs
     lines = [f"## Against the baseline ({baseline.name})", "", f"Compared on the {len(records)} items both runs "
-             f"hold ({baseline.run_total} in this run, {baseline.baseline_total} in the baseline); the rest is "
-             "not compared.", ""]  # fmt: skip
-    mine, theirs = _groups(records, "type"), _groups(base, "type")
+             f"hold ({baseline.run_total} in this run, {baseline.baseline_total} in the baseline), paired by "
+             f"question id, variant and repeat. Unpaired, not compared: {baseline.run_only} items of this run and "
+             f"{baseline.baseline_only} of the baseline.", ""]  # fmt: skip
     rows = []
-    for qtype in sorted(set(mine) | set(theirs)):
-        a, b = mine.get(qtype, (0, 0)), theirs.get(qtype, (0, 0))
-        diff = newcombe(a[0], a[1], b[0], b[1])
-        shown = "-" if diff is None else f"{100 * diff[0]:+.1f} pts ({100 * diff[1]:+.1f} to {100 * diff[2]:+.1f})"
-        rows.append([qtype, _pct(a[0] / a[1] if a[1] else None), _pct(b[0] / b[1] if b[1] else None), shown])
-    overall = newcombe(sum(v[0] for v in mine.values()), len(records), sum(v[0] for v in theirs.values()), len(base))
-    lines += _table(["type", "run", "baseline", "difference (95 % interval)"], rows)
+    for qtype, found in _by_type(baseline).items():
+        shown = f"{100 * found.difference:+.1f} pts ({100 * found.interval[0]:+.1f} to {100 * found.interval[1]:+.1f})"
+        rows.append([qtype, str(found.pairs), _pct(found.accuracy), _pct(found.baseline_accuracy), shown])
+    lines += _table(["type", "pairs", "run", "baseline", "difference (paired 95 % interval)"], rows)
+    overall = baseline.paired
     if overall is not None:
-        lines += ["", f"Overall: {100 * overall[0]:+.1f} points (95 % interval {100 * overall[1]:+.1f} to "
-                  f"{100 * overall[2]:+.1f})."]  # fmt: skip
+        mcnemar = (
+            f"McNemar's exact test p = {overall.mcnemar_p:.3g}"
+            if overall.mcnemar_p is not None
+            else "McNemar's test not given: a question has several pairs (wordings or repeats), which are not "
+            "independent"
+        )
+        lines += ["", f"Overall: {100 * overall.difference:+.1f} points (paired 95 % interval "
+                  f"{100 * overall.interval[0]:+.1f} to {100 * overall.interval[1]:+.1f}, a bootstrap over the "
+                  f"{overall.clusters} question ids, {overall.resamples} resamples, seed {overall.seed}); "
+                  f"{overall.improved} pairs wrong → correct, {overall.worsened} correct → wrong; "
+                  f"{mcnemar}."]  # fmt: skip
     lines += ["", "![difference by type](baseline_difference.png)", "", "### Questions that flipped", ""]
-    before = {r.key: bool(r.correct) for r in base}
     flipped = [
-        (r.id, r.variant, before[r.key], bool(r.correct))
-        for r in records
-        if r.key in before and before[r.key] != bool(r.correct)
+        (r.id, r.variant, r.repeat, bool(r.correct))
+        for r, b in zip(records, base, strict=True)
+        if bool(b.correct) != bool(r.correct)
     ]
     if flipped:
-        lines += _table(["id", "variant", "change"], [
-            [i, v, "wrong → correct" if now else "correct → wrong"] for i, v, _, now in flipped
+        lines += _table(["id", "variant", "repeat", "change"], [
+            [i, v, str(k), "wrong → correct" if now else "correct → wrong"] for i, v, k, now in flipped
         ])  # fmt: skip
     else:
         lines.append("None.")
@@ -164,8 +288,10 @@ def _baseline_section(baseline: Comparison) -> list[str]:
 
 
 def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, baseline: Comparison | None) -> None:
-    plots.accuracy_bars(directory / "accuracy_by_category.png", "Accuracy by category", _groups(records, "category"))
-    plots.accuracy_bars(directory / "accuracy_by_type.png", "Accuracy by question type", _groups(records, "type"))
+    for key, title in (("category", "Accuracy by category"), ("type", "Accuracy by question type")):
+        plots.accuracy_bars(
+            directory / f"accuracy_by_{key}.png", title, _groups(records, key), intervals_of=_intervals(records, key)
+        )
     grading = summary.grading
     abstention = {
         "precision": (int(grading["correct_abstentions"]), int(grading["abstentions"])),
@@ -183,12 +309,10 @@ def draw(directory: Path, records: Sequence[ResultRecord], summary: RunSummary, 
         },
     )
     if baseline is not None:
-        mine, theirs = _groups(baseline.mine, "type"), _groups(baseline.theirs, "type")
-        rows = {}
-        for qtype in sorted(set(mine) & set(theirs)):
-            diff = newcombe(*mine[qtype], *theirs[qtype])
-            if diff is not None:
-                rows[qtype] = diff
+        rows = {
+            qtype: (found.difference, found.interval[0], found.interval[1])
+            for qtype, found in _by_type(baseline).items()
+        }
         plots.difference_bars(directory / "baseline_difference.png", rows)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from qa.model import Json
+from qa.model import QUESTION_FORMAT, Json
 from qa.records import QuestionsError
 from qa.result_record import ResultRecord, ResultRecordError
 from sgfs.errors import SgfsError
@@ -134,6 +134,8 @@ class RunDescription:
     mount: str
     sandbox: dict[str, Json] | None = None  # what agents could see beyond the default; None: --no-sandbox
     key_fingerprint: str | None = None  # the universe key's fingerprint (never the key); None: the open universe
+    repeats: int = 1  # --repeats K
+    question_format: int = QUESTION_FORMAT  # qa.model.QUESTION_FORMAT of the sgfs that asked the questions
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -150,11 +152,32 @@ class RunDescription:
             "mount": self.mount,
             "sandbox": self.sandbox,
             "key_fingerprint": self.key_fingerprint,
+            "repeats": self.repeats,
+            "question_format": self.question_format,
         }
 
 
 # What makes directories shards of one run (besides the split): fields of run.json that must all agree.
-IDENTITY_FIELDS = ("agent", "run_digest", "variant", "key_fingerprint")
+IDENTITY_FIELDS = ("agent", "run_digest", "variant", "key_fingerprint", "repeats", "question_format")
+
+
+def question_format(meta: Mapping[str, Json] | None) -> int:
+    """The question format a run.json (or an Inspect log's metadata) records; 1 for runs made before it was
+    recorded (``qa.model.QUESTION_FORMAT``)."""
+    value = (meta or {}).get("question_format")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def sandbox_text(meta: Mapping[str, Json] | None) -> str:
+    """The sandbox policy a run.json records, in words."""
+    if meta is None or "sandbox" not in meta:
+        return "not recorded"
+    sandbox = meta["sandbox"]
+    if not isinstance(sandbox, dict):
+        return "none (--no-sandbox: agents ran unsealed)"
+    binds = sandbox.get("binds")
+    shown = ", ".join(str(b) for b in binds) if isinstance(binds, list) and binds else "none"
+    return f"sealed (extra binds: {shown}; network: {'yes' if sandbox.get('network') else 'no'})"
 
 
 @dataclass(frozen=True)
@@ -168,6 +191,9 @@ class RunInfo:
     identity: str | None = None  # equal for the shards of one run; None: a run of its own (an Inspect log...)
     shard: tuple[int, int] | None = None  # (index, count) of a shard
     key_fingerprint: str | None = None  # the universe key's (run.json); None: the open universe
+    question_format: int = QUESTION_FORMAT  # run.json's; 1 when it records none
+    repeats: int = 1  # --repeats K
+    sandbox: str = "not recorded"  # the sandbox policy, in words (``sandbox_text``)
 
     @classmethod
     def of(cls, directory: Path | str, meta: Mapping[str, Json] | None) -> RunInfo:
@@ -177,6 +203,8 @@ class RunInfo:
         identity = None
         if meta is not None:
             fields: dict[str, Json] = {name: meta.get(name) for name in IDENTITY_FIELDS}
+            fields["repeats"] = _repeats(meta.get("repeats"))
+            fields["question_format"] = question_format(meta)
             if fields["run_digest"] is None:  # written before run_digest: what the run was asked
                 fields["run_digest"] = json.dumps([meta.get("source"), meta.get("variant")], sort_keys=True)
             identity = json.dumps(fields, sort_keys=True)
@@ -187,7 +215,14 @@ class RunInfo:
             identity,
             _shard((meta or {}).get("shard")),
             _fingerprint((meta or {}).get("key_fingerprint")),
+            question_format(meta),
+            _repeats((meta or {}).get("repeats")),
+            sandbox_text(meta),
         )
+
+
+def _repeats(value: Json) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 def _fingerprint(value: Json) -> str | None:
@@ -201,6 +236,17 @@ def check_same_universe(first: RunInfo, other: RunInfo, what: str = "runs") -> N
         raise SgfsError(
             f"{other.dir} ({_universe(other.key_fingerprint)}) and {first.dir} ({_universe(first.key_fingerprint)}) "
             f"were made in different universes: {what} with different keys are never compared"
+        )
+
+
+def check_same_format(first: RunInfo, other: RunInfo, what: str = "runs") -> None:
+    """Refuses (one line, exit 2) to put together runs whose questions are of different formats
+    (``qa.model.QUESTION_FORMAT``): the same ids mean other questions, graded otherwise."""
+    if first.question_format != other.question_format:
+        raise SgfsError(
+            f"{other.dir} (question format {other.question_format}) and {first.dir} (question format "
+            f"{first.question_format}) have different question formats: {what} of different formats are never "
+            "compared"
         )
 
 
@@ -235,7 +281,7 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
     an Inspect AI log file of the ``sgfs/infinite_science`` task). Refuses (SgfsError) a record that appears twice
     and records of more than one run: several DIRs must be distinct shards of one run (same agent, questions and
     split, see ``IDENTITY_FIELDS``), each holding only records of its shard."""
-    merged: dict[tuple[str, str], ResultRecord] = {}
+    merged: dict[tuple[str, str, int], ResultRecord] = {}
     runs: list[RunInfo] = []
     for entry in directories:
         directory = Path(entry)
@@ -252,9 +298,10 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
             _check_same_run(runs, run)
         runs.append(run)
         for record in records:
-            if record.key in merged:
+            if record.unit in merged:
+                repeat = "" if record.repeat == 1 else f", repeat {record.repeat}"
                 raise SgfsError(
-                    f"{directory}: record {record.id} ({record.variant}) appears more than once: "
+                    f"{directory}: record {record.id} ({record.variant}{repeat}) appears more than once: "
                     "a run records each question once"
                 )
             if run.shard is not None and shard_of(record.id, run.shard[1]) != run.shard[0]:
@@ -262,7 +309,7 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
                     f"{directory}: record {record.id} ({record.variant}) is not a question of shard "
                     f"{run.shard[0]}/{run.shard[1]}"
                 )
-            merged[record.key] = record
+            merged[record.unit] = record
     return LoadedRuns(list(merged.values()), runs)
 
 
@@ -270,6 +317,7 @@ def _check_same_run(runs: list[RunInfo], run: RunInfo) -> None:
     """Refuses ``run`` unless it is another shard of the run the shards in ``runs`` come from."""
     first = runs[0]
     check_same_universe(first, run)
+    check_same_format(first, run)
     if run.identity is None or first.identity is None or run.identity != first.identity:
         raise SgfsError(
             f"{run.dir} and {first.dir} are not shards of one run (agent, questions or variant differ, or one "
@@ -304,6 +352,9 @@ def _inspect_log(path: Path) -> tuple[list[ResultRecord], RunInfo]:
         raise SgfsError(f"cannot read Inspect log {path}: {exc}") from None
     # A sample that errored before scoring counts as wrong, like a crashed agent.
     graded = [replace(r, correct=bool(r.correct), abstained=bool(r.abstained)) for r in records]
-    fingerprint = _fingerprint((getattr(log.eval, "metadata", None) or {}).get("key_fingerprint"))
+    metadata = getattr(log.eval, "metadata", None) or {}
+    fingerprint = _fingerprint(metadata.get("key_fingerprint"))
     agent = f"inspect_ai {log.eval.task} on {log.eval.model}"
-    return graded, RunInfo(str(path), agent, None, key_fingerprint=fingerprint)
+    return graded, RunInfo(
+        str(path), agent, None, key_fingerprint=fingerprint, question_format=question_format(metadata)
+    )

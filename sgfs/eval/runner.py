@@ -46,6 +46,19 @@ class RunSettings:
     sandbox: SandboxPolicy | None = None  # None: --no-sandbox (unsealed)
 
 
+@dataclass(frozen=True)
+class RunItem:
+    """One unit of a run: a (question, variant) asked for the ``repeat``-th time (1..K with ``--repeats K``)."""
+
+    asked: AskedQuestion
+    repeat: int = 1
+
+    @property
+    def unit(self) -> tuple[str, str, int]:
+        """(question id, variant, repeat), as ``ResultRecord.unit``."""
+        return (self.asked.id, self.asked.variant, self.repeat)
+
+
 class Interrupted(Exception):
     """SIGTERM during a run: handled like Ctrl-C (agents killed, mount removed)."""
 
@@ -64,7 +77,7 @@ class Runner:
         for group in groups:
             _signal_group(group, signal.SIGKILL)
 
-    def run(self, items: list[AskedQuestion], jobs: int, on_record: Callable[[ResultRecord], None]) -> None:
+    def run(self, items: list[RunItem], jobs: int, on_record: Callable[[ResultRecord], None]) -> None:
         """Run every item; ``on_record`` is called in this thread as each finishes."""
         if jobs <= 1:
             for item in items:
@@ -90,8 +103,9 @@ class Runner:
                     future.cancel()
                 raise
 
-    def run_item(self, item: AskedQuestion) -> ResultRecord:
+    def run_item(self, unit: RunItem) -> ResultRecord:
         settings = self.settings
+        item = unit.asked
         scratch = settings.workdir / f"q{threading.get_ident()}-{time.monotonic_ns()}"
         scratch.mkdir()
         prompt_file = scratch / "prompt.txt"
@@ -167,6 +181,8 @@ class Runner:
                 dirs_listed=audit["dirs_listed"],
                 reads_outside=audit["reads_outside"],
             ),
+            repeat=unit.repeat,
+            graded=item.graded,
         )
 
 

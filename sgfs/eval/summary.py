@@ -4,12 +4,21 @@ harness's keys. Built once per run and shared by the one-line result, the report
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from qa.grading import VARIANTS, GradingRun
 from qa.metrics import summarize
-from qa.result_record import STATUSES, ResultRecord
+from qa.prior import PriorError
+from qa.result_record import FLOORS, STATUSES, ResultRecord, prior_table
+from sgfs.eval.stats import clustered_proportion, pass_at_k
+
+INTERVAL_METHOD = (
+    "Wilson score interval at the effective sample size n / deff, deff the cluster-robust variance over question "
+    "ids relative to independent items (docs/eval.md)"
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,14 @@ class RunSummary:
     time_s_total: float
     time_s_mean: float | None
     questions_digest: str | None = None  # set by `sgfs eval` (as in run.json)
+    repeats: int = 1
+    pass_at_k: dict[str, float | None] = field(default_factory=dict)  # "k" -> pass@k, k = 1..repeats
+    pass_all_k: float | None = None  # share of question-variants right in every repeat
+    per_question: dict[str, float] = field(default_factory=dict)  # question id -> success rate
+    run_to_run_sd: float | None = None  # standard deviation of the accuracy of each repeat; None for one
+    accuracy_interval: dict[str, Any] = field(default_factory=dict)  # clustered by question id
+    floors: dict[str, dict[str, Any]] = field(default_factory=dict)  # "abstain", "prior": floor agents
+    baseline: dict[str, Any] | None = None  # the paired comparison with --baseline, when given
 
     @property
     def n(self) -> int:
@@ -61,9 +78,17 @@ class RunSummary:
             "tool_calls": self.tool_calls,
             "time_s_total": self.time_s_total,
             "time_s_mean": self.time_s_mean,
+            "accuracy_interval": self.accuracy_interval,
+            "repeats": self.repeats,
+            "pass_at_k": dict(self.pass_at_k),
+            "pass_all_k": self.pass_all_k,
+            "run_to_run_sd": self.run_to_run_sd,
+            "per_question": dict(self.per_question),
+            "floors": self.floors,
         }
         digest = {} if self.questions_digest is None else {"questions_digest": self.questions_digest}
-        return {**self.grading, **harness, **digest}
+        baseline = {} if self.baseline is None else {"baseline": self.baseline}
+        return {**self.grading, **harness, **digest, **baseline}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -79,11 +104,85 @@ def _tokens(name: str) -> Callable[[ResultRecord], int | None]:
     return lambda record: (record.usage or {}).get(name)
 
 
-def summarize_records(records: Sequence[ResultRecord]) -> RunSummary:
-    """The grader's summary (qa.metrics.summarize) over the records, plus the harness's keys."""
+def accuracy_interval(records: Sequence[ResultRecord]) -> dict[str, Any]:
+    """The accuracy of ``records`` with its 95 % interval clustered by question id (``clustered_proportion``)."""
+    found = clustered_proportion([bool(r.correct) for r in records], [r.id for r in records])
+    low, high = found.interval if found.interval is not None else (None, None)
+    return {
+        "accuracy": found.value,
+        "low": low,
+        "high": high,
+        "n": found.n,
+        "questions": found.clusters,
+        "design_effect": found.design_effect,
+        "method": INTERVAL_METHOD,
+    }
+
+
+def repeat_statistics(records: Sequence[ResultRecord], repeats: int) -> dict[str, Any]:
+    """pass@k (k = 1..repeats), pass_all_k, the per-question success rates and the run-to-run standard deviation
+    of the accuracy across repeats (None for a single repeat)."""
+    tried: dict[tuple[str, str], list[int]] = {}
+    for record in records:
+        counts = tried.setdefault(record.key, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(record.correct)
+    n = np.array([v[0] for v in tried.values()], dtype=np.int64)
+    c = np.array([v[1] for v in tried.values()], dtype=np.int64)
+    rates: dict[str, list[int]] = {}
+    for record in records:
+        counts = rates.setdefault(record.id, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(record.correct)
+    by_repeat: dict[int, list[int]] = {}
+    for record in records:
+        counts = by_repeat.setdefault(record.repeat, [0, 0])
+        counts[0] += 1
+        counts[1] += bool(record.correct)
+    accuracies = np.array([right / total for total, right in by_repeat.values()], dtype=np.float64)
+    return {
+        "pass_at_k": {str(k): pass_at_k(n, c, k) for k in range(1, repeats + 1)} if tried else {},
+        "pass_all_k": float(np.mean(c == n)) if tried else None,
+        "per_question": {qid: right / total for qid, (total, right) in rates.items()},
+        "run_to_run_sd": float(np.std(accuracies, ddof=1)) if repeats > 1 and accuracies.size > 1 else None,
+    }
+
+
+def floor_summary(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
+    """The floor agents over exactly these items: ``abstain`` ("not possible" to every item) and ``prior`` (the
+    shipped prior table's answer for each question type), each graded like the agent's answers when the run
+    was made; ``{"accuracy": None, "reason"}`` where a floor cannot be given."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in FLOORS:
+        graded = [r.floors.get(name) if r.floors is not None else None for r in records]
+        reason = None
+        if name == "prior":
+            try:
+                trained = set(prior_table().seeds)
+            except PriorError as exc:
+                trained, reason = set(), f"the shipped prior table cannot be used: {exc}"
+            seen = sorted({r.seed for r in records if r.seed in trained})
+            if seen:
+                shown = ", ".join(map(str, seen[:5])) + (" ..." if len(seen) > 5 else "")
+                reason = f"not applicable: the prior table was learned on evaluated seed(s) {shown}"
+        if reason is None and (not records or any(value is None for value in graded)):
+            reason = "not recorded: records without floor grades (written by another harness or an older sgfs)"
+        if reason is not None:
+            out[name] = {"n": len(records), "correct": None, "accuracy": None, "reason": reason}
+            continue
+        correct = sum(bool(value) for value in graded)
+        out[name] = {"n": len(records), "correct": correct, "accuracy": correct / len(records)}
+    return out
+
+
+def summarize_records(records: Sequence[ResultRecord], repeats: int | None = None) -> RunSummary:
+    """The grader's summary (qa.metrics.summarize) over the records, plus the harness's keys; ``repeats`` is
+    ``--repeats K`` (default: the highest repeat among the records)."""
+    repeats = repeats if repeats is not None else max((r.repeat for r in records), default=1)
     seen = {record.variant for record in records}
     variants = [v for v in VARIANTS if v in seen] or ["template"]
-    grading = summarize(GradingRun([record.item_result() for record in records], variants, []))
+    items = GradingRun([record.item_result() for record in records], variants, [])
+    grading = summarize(items, [record.repeat for record in records])
     audited = [r for r in records if r.evidence_read is not None]
     with_evidence = [(r, r.evidence_recall) for r in audited if r.evidence_recall is not None]
     correct_with_evidence = [r for r, _ in with_evidence if r.correct and r.answerable]
@@ -105,4 +204,8 @@ def summarize_records(records: Sequence[ResultRecord]) -> RunSummary:
         tool_calls=_total(records, lambda record: record.tool_calls),
         time_s_total=sum(times),
         time_s_mean=_mean(times),
+        repeats=repeats,
+        accuracy_interval=accuracy_interval(records),
+        floors=floor_summary(records),
+        **repeat_statistics(records, repeats),
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from qa.prior import default_table
 from tests.helpers import repo
 
 inspect_ai = pytest.importorskip("inspect_ai")
@@ -44,9 +45,9 @@ SCRIPT: dict[str, tuple[list[tuple[str, dict[str, Any]]], str | None]] = {
         [("read_text_file", {"path": "34/nope.md"}), ("read_text_file", {"path": "34/README.md", "head": 5})],
         'The README exists. {"answer": "yes"}',
     ),
-    "34-title-1": ([("list_directory", {"path": "34"})], '{"answer": "not possible"}'),
+    "34-title-1": ([("list_directory", {"path": "34"})], '{"answer": "{title}"}'),
     "34-count_rows-1": ([("run_python_code", {"code": ROWS_CODE})], '{"answer": {tool}}'),
-    "34-prefix-1": ([], '{"answer": 5}'),
+    "34-prefix-1": ([], '{"answer": "not possible"}'),
     "34-extension-1": ([], ""),
     "34-abstract-1": ([], None),
 }
@@ -81,6 +82,7 @@ def scripted_model() -> Any:
             raise RuntimeError("scripted failure")
         else:
             last_tool = [m.text for m in messages if isinstance(m, ChatMessageTool)][-1:] or [""]
+            answer = answer.replace("{title}", repo(SEED).spec.project.title)
             output = ModelOutput.from_content(MODEL, answer.replace("{tool}", last_tool[0].strip()))
         output.usage = usage(messages)
         return output
@@ -110,11 +112,11 @@ def eval_log(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_scores_and_metrics(eval_log: Any) -> None:
     assert eval_log.status == "success", eval_log.error
     metrics = {name: m.value for name, m in eval_log.results.scores[0].metrics.items()}
-    # scored: readme, title (abstained), count_rows right; prefix wrong, extension empty; abstract crashed
-    assert metrics["accuracy"] == pytest.approx(3 / 5)
+    # scored: readme, title, count_rows right, prefix (no such directory) abstained; extension empty; abstract crashed
+    assert metrics["accuracy"] == pytest.approx(4 / 5)
     assert metrics["Repository Metadata"] == 1.0 and metrics["File Metadata"] == pytest.approx(1 / 2)
-    assert metrics["Directory Traversal"] == 0.0
-    assert metrics["readme"] == 1.0 and metrics["prefix"] == 0.0 and metrics["count_rows"] == 1.0
+    assert metrics["Directory Traversal"] == 1.0
+    assert metrics["readme"] == 1.0 and metrics["prefix"] == 1.0 and metrics["count_rows"] == 1.0
     assert metrics["abstention_precision"] == 1.0 and metrics["abstention_recall"] == 1.0
 
 
@@ -156,16 +158,21 @@ def test_records_from_the_log(eval_log: Any) -> None:
         "files_read": ["README.md"],  # the failed read of nope.md is not a read
         "evidence_read": ["README.md"],
         "evidence_recall": 1.0,
+        "repeat": 1,
+        "truth": "yes",
+        # the floor agents on this item: abstaining is wrong; the prior policy is right when its readme answer is
+        "floors": {"abstain": False, "prior": default_table().answer("readme") == "yes"},
     }
     assert isinstance(readme["time_s"], float)
     title = records["34-title-1"]
-    assert title["abstained"] and title["correct"] and not title["answerable"] and title["files_read"] == []
+    assert title["correct"] and not title["abstained"] and title["answerable"] and title["files_read"] == []
     assert title["evidence_recall"] == 0.0
+    prefix = records["34-prefix-1"]
+    assert prefix["abstained"] and prefix["correct"] and not prefix["answerable"] and prefix["truth"] == "not possible"
     rows = records["34-count_rows-1"]
     assert rows["correct"] and rows["answer"] == "71" and rows["tool_calls"] == 1
     # what the Python code opened, as its audit hook saw it
     assert rows["files_read"] == ["yamada-4/25/lineA.csv"] and rows["evidence_recall"] == 1.0
-    assert records["34-prefix-1"]["correct"] is False and records["34-prefix-1"]["answer"] == "5"
     assert records["34-extension-1"]["status"] == "no_answer"
     crashed = records["34-abstract-1"]
     assert crashed["status"] == "crash" and crashed["correct"] is None

@@ -320,7 +320,17 @@ def test_integer(answer: JsonValue, correct: bool) -> None:
 
 @pytest.mark.parametrize(
     ("answer", "correct"),
-    [("1,234", True), ("1234", True), ("1,234 files", True), ("1 234", False), ("1.234", False), ("12,34", False)],
+    [
+        ("1,234", True),
+        ("1234", True),
+        ("1,234 files", True),
+        ("1 234", True),  # a space thousands separator (issue 23)
+        ("1\u2009234 files", True),  # a thin space
+        ("1\u202f234", True),  # a narrow no-break space
+        ("12 34", False),
+        ("1.234", False),
+        ("12,34", False),
+    ],
 )
 def test_integer_thousands_separators(answer: str, correct: bool) -> None:
     assert verdict(BIG_COUNT, answer) is correct
@@ -1023,34 +1033,28 @@ def test_cli_table_and_paraphrases(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("which", "content", "message", "subprocess_run"),
+    ("content", "message", "subprocess_run"),
     [
-        ("answers", '{"id": "7-readme-1", "answer": "yes"}\nnot json\n', "answers.jsonl:2: not valid JSON", True),
-        ("answers", "\n\n[1]\n", "answers.jsonl:3: expected a JSON object, got an array", False),
-        ("answers", '{"answer": "yes"}\n', 'answers.jsonl:1: missing key "id"', False),
-        ("answers", '{"id": "7-readme-1", "response": ["yes"]}\n', '"response" must be a string', False),
-        ("answers", '{"id": "7-readme-1", "answer": 1, "variant": "p9"}\n', '"variant" must be one of', False),
-        ("answers", b'{"id": "\xff"}\n', "answers.jsonl:1: not valid UTF-8", False),
-        ("questions", '{"id": "x"}\n', 'questions.jsonl:1: missing key "type"', True),
-        ("questions", json.dumps(COUNT) + "\n" + json.dumps(COUNT) + "\n", "questions.jsonl:2: duplicate", False),
-        ("questions", "\n", "no questions in", False),
+        ('{"id": "x"}\n', 'questions.jsonl:1: missing key "type"', True),
+        (json.dumps(COUNT) + "\n" + json.dumps(COUNT) + "\n", "questions.jsonl:2: duplicate", False),
+        ("\n", "no questions in", False),
+        (b'{"id": "\xff"}\n', "questions.jsonl:1: not valid UTF-8", False),
     ],
 )
-def test_cli_malformed_lines(
+def test_cli_malformed_questions_file(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    which: str,
     content: str | bytes,
     message: str,
     subprocess_run: bool,
 ) -> None:
+    """A questions file is the reference: any malformed line is one error line, exit 2, nothing graded."""
     qfile = write_jsonl(tmp_path / "questions.jsonl", README_YES)
     afile = write_jsonl(tmp_path / "answers.jsonl", {"id": README_YES["id"], "answer": "yes"})
-    target = qfile if which == "questions" else afile
     if isinstance(content, bytes):
-        target.write_bytes(content)
+        qfile.write_bytes(content)
     else:
-        target.write_text(content)
+        qfile.write_text(content)
     args = ("grade", "--questions", str(qfile), "--answers", str(afile))
     if subprocess_run:
         result = sgfs(*args)
@@ -1061,6 +1065,56 @@ def test_cli_malformed_lines(
     assert out == ""
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("sgfs: error: ") and message in lines[0], err
+
+
+@pytest.mark.parametrize(
+    ("content", "message", "subprocess_run"),
+    [
+        ("not json\n", "answers.jsonl:1: not valid JSON", True),
+        ("\n\n[1]\n", "answers.jsonl:3: expected a JSON object, got an array", False),
+        ('{"answer": "yes"}\n', 'answers.jsonl:1: missing key "id"', False),
+        ('{"id": "7-readme-1", "response": ["yes"]}\n', '"response" must be a string', False),
+        ('{"id": "7-readme-1", "answer": 1, "variant": "p9"}\n', '"variant" must be one of', False),
+        (b'{"id": "\xff"}\n', "answers.jsonl:1: not valid UTF-8", False),
+    ],
+)
+def test_cli_malformed_answer_lines(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str | bytes,
+    message: str,
+    subprocess_run: bool,
+) -> None:
+    """Changed by issue 23: a malformed answers line is reported (file:line: reason) and not graded, and the
+    other lines are graded (exit 0); only a file with no readable answer line at all is an error (exit 2)."""
+    qfile = write_jsonl(tmp_path / "questions.jsonl", README_YES, COUNT)
+    afile = tmp_path / "answers.jsonl"
+    good = (json.dumps({"id": COUNT["id"], "answer": 163}) + "\n").encode()
+    bad = content if isinstance(content, bytes) else content.encode()
+    afile.write_bytes(bad + good)
+    args = ("grade", "--questions", str(qfile), "--answers", str(afile), "--json")
+    if subprocess_run:
+        result = sgfs(*args)
+        code, out, err = result.returncode, result.stdout, result.stderr
+    else:
+        code, out, err = sgfs_in_process(capsys, *args)
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["answers"] == 1 and summary["correct"] == 1 and summary["missing"] == [README_YES["id"]]
+    assert len(summary["invalid"]) == 1 and message in summary["invalid"][0]
+    warnings = [line for line in err.splitlines() if "line not graded" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("sgfs: warning: ") and message in warnings[0], err
+
+    afile.write_bytes(bad)  # nothing readable: an error, after the line's own report
+    if subprocess_run:
+        result = sgfs(*args)
+        code, out, err = result.returncode, result.stdout, result.stderr
+    else:
+        code, out, err = sgfs_in_process(capsys, *args)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 2 and message in lines[0], err
+    assert lines[1].startswith("sgfs: error: no answer could be read from ") and "1 invalid line" in lines[1]
 
 
 def test_cli_missing_files_and_options(

@@ -28,9 +28,10 @@ QUESTION = Question(
 )
 # The order `sgfs eval` writes (docs/eval.md).
 EVAL_ORDER = [
-    "id", "variant", "seed", "type", "category", "answer_kind", "answerable", "answer", "extracted", "correct",
-    "abstained", "status", "exit_code", "stderr_tail", "time_s", "usage", "tool_calls", "evidence_files",
-    "files_read", "bytes_read", "dirs_listed", "reads_outside", "evidence_read", "evidence_recall",
+    "id", "variant", "repeat", "seed", "type", "category", "answer_kind", "answerable", "answer", "truth",
+    "extracted", "correct", "abstained", "status", "exit_code", "stderr_tail", "time_s", "usage", "tool_calls",
+    "evidence_files", "files_read", "bytes_read", "dirs_listed", "reads_outside", "evidence_read",
+    "evidence_recall", "floors",
 ]  # fmt: skip
 
 

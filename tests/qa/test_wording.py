@@ -20,7 +20,6 @@ from generators.repository import render_readme
 from qa.answers import DECODER
 from qa.generate import generate
 from qa.grading import extract_answer, figure_unit, grade, parse_question
-from qa.wording import UNANSWERABLE_NOTE
 
 GOLDEN = Path(__file__).with_name("golden_questions.json")
 GRADED_SEEDS = 300  # the issue's "seeds 1-300"
@@ -151,6 +150,8 @@ def test_the_specification_check_catches_what_it_should() -> None:
 # ------------------------------------------------------------------------------------------ paraphrases
 
 UNGRAMMATICAL = re.compile(r"\s{2,}|\s[,.;:?]|[,;]{2,}|\.\.|\b(\w+) \1\b|recorded with .* is ", re.IGNORECASE)
+# The question's own "not possible" instruction: the last sentence(s) of the template, repeated by every paraphrase.
+NOT_POSSIBLE_NOTE = re.compile(r' (?:If [^"]*, answer "not possible"(?: \(not 0\))?\.|Answer "not possible" if .*\.)$')
 README_PREMISE = re.compile(r"\bThe README (?:names|contains|includes|has|gives)\b")
 
 
@@ -172,9 +173,13 @@ def paraphrase_problems(record: dict[str, Any]) -> list[str]:
             problems.append(f"{where}: lost the significant figures")
         if record["type"] == "extension" and not all(e in text for e in ("csv", "jsonl", "xlsx", "txt", "log")):
             problems.append(f"{where}: lost the list of extensions")
-        if UNANSWERABLE_NOTE not in text:
+        note = NOT_POSSIBLE_NOTE.search(texts(record)[0])
+        if record["type"] in ("readme", "extension"):
+            if "not possible" in text:
+                problems.append(f"{where}: a not-possible instruction on an always answerable question")
+        elif note is None or not text.endswith(note.group()):
             problems.append(f"{where}: lost the not-possible instruction")
-        found = UNGRAMMATICAL.search(text.replace(UNANSWERABLE_NOTE, ""))
+        found = UNGRAMMATICAL.search(text)
         if found:
             problems.append(f"{where}: ungrammatical {found.group()!r}")
         if not text[:1].isupper():

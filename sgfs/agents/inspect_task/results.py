@@ -66,7 +66,8 @@ def sample_record(sample: EvalSample) -> ResultRecord:
     """The record of one sample; its question is the record the dataset put in the sample's metadata (a
     ``QuestionsError`` when it is not there)."""
     metadata = sample.metadata or {}
-    question = QuestionRecord.from_line(json.dumps(metadata.get("record")), f"sample {sample.id}").question
+    record = QuestionRecord.from_line(json.dumps(metadata.get("record")), f"sample {sample.id}")
+    question = record.question
     score = next(iter((sample.scores or {}).values()), None)
     score_meta = (score.metadata or {}) if score is not None else {}
     completion = sample.output.completion if sample.output is not None else ""
@@ -99,4 +100,5 @@ def sample_record(sample: EvalSample) -> ResultRecord:
         usage=usage,
         tool_calls=len(calls),
         files_read=files_read,
+        graded=record.graded,  # the floor agents' grades, as sgfs eval records them
     )

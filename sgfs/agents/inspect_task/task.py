@@ -15,6 +15,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import ChatMessageSystem
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from qa.model import QUESTION_FORMAT
 from qa.records import QuestionSource
 from sgfs.agents.inspect_task.dataset import load_questions, to_samples
 from sgfs.agents.inspect_task.scorer import infinite_science_scorer
@@ -157,5 +158,6 @@ def infinite_science(
             "tools": tools,
             "variant": variant,
             "key_fingerprint": None if universe is None else universe.fingerprint,
+            "question_format": QUESTION_FORMAT,  # runs of different formats are never compared
         },
     )

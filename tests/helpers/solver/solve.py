@@ -423,6 +423,8 @@ def _texts(table: Table, name: str, rows: Sequence[int]) -> list[str]:
 
 def _univariate_answer(table: Table, query: dict[str, Any]) -> Result:
     column, statistic = query["column"], query["statistic"]
+    if column not in table.columns:
+        raise Unanswerable("not_measured")  # no selected file records the column
     if not _numeric(table, column):
         raise Unanswerable("undefined_statistic")
     rows = selected_rows(table, query.get("row_conditions") or [])
