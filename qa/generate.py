@@ -251,10 +251,10 @@ class Generator:
         """One row condition that keeps no row and reads like any other: a threshold a little beyond the values
         of the selected rows, or a category of the column that these rows never take."""
         for _ in range(10):
-            candidates = [*self.numeric_columns(), *self.categorical_columns()]
-            variable = rs.pick([v for v in candidates if v.column not in exclude] or candidates)
-            if variable.column in exclude:
+            candidates = [v for v in (*self.numeric_columns(), *self.categorical_columns()) if v.column not in exclude]
+            if not candidates:
                 raise Retry
+            variable = rs.pick(candidates)
             values = self.view.pooled(paths, [variable.column], [])[variable.column]
             if values.size == 0:
                 raise Retry
@@ -275,7 +275,8 @@ class Generator:
     ) -> Condition | None:
         """A threshold past every selected value but inside the values other files of the repository take, so
         that nothing in the question (a negative count, a share above one) tells that no row meets it."""
-        others = [p for p in rs.sample(self.view.paths, min(12, len(self.view.paths))) if p not in set(paths)]
+        chosen = set(paths)
+        others = [p for p in rs.sample(self.view.paths, min(12, len(self.view.paths))) if p not in chosen]
         if not others:
             return None
         seen = self.view.pooled(others, [variable.column], [])[variable.column].astype(np.float64)

@@ -140,7 +140,7 @@ def build_markdown(
               "draw (docs/eval.md, \"Statistics\")."]  # fmt: skip
     answerable = _grouped(records, "answerable")
     lines += ["", "### Answerable and unanswerable questions", ""]
-    lines += _table(["questions", *ACCURACY_HEADER], [_accuracy_row(k, v) for k, v in answerable.items()])
+    lines += _table(["kind", *ACCURACY_HEADER], [_accuracy_row(k, v) for k, v in answerable.items()])
     alphas = grading.get("krippendorff_alpha_by_variant") or {}
     variants = _grouped(records, "variant")
     rows = [[*_accuracy_row(name, group), _alpha(alphas.get(name))] for name, group in variants.items()]
