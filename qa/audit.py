@@ -271,6 +271,22 @@ def reveals_constant(questions: Sequence[Question]) -> list[Finding]:
     return findings
 
 
+def reveals_tie(questions: Sequence[Question]) -> list[Finding]:
+    """A "first run" question whose path conditions fix every placeholder that orders runs: the selected files
+    (at least two) then tie in the question's own words, so it reads as unanswerable."""
+    findings: list[Finding] = []
+    for q in questions:
+        if not q.query.get("first_run"):
+            continue
+        layout = q.query.get("layout") or {}
+        present = {name for component in layout.get("components", []) for name in component}
+        ordering = present & {"date", "seq_number"}
+        fixed = {c["variable"] for c in _path_conditions(q) if _fixes_a_value(c)}
+        if ordering and ordering <= fixed:
+            findings.append(Finding(q.id, "reveals_tie", f"conditions fix {', '.join(sorted(ordering))}"))
+    return findings
+
+
 def _window_values(view: RepoView, paths: list[str], condition: Condition) -> FloatArray:
     """The column's values over ``paths`` where the window keeps none of them; else (or for a column that is
     not numeric) no values. Files are read only until one of them has a value in the window."""
@@ -490,6 +506,7 @@ TEXT_DETECTORS: dict[str, TextDetector] = {
     "between_same_bounds": between_same_bounds,
     "repeated_column": repeated_column,
     "reveals_constant": reveals_constant,
+    "reveals_tie": reveals_tie,
     "wording_not_possible": wording_not_possible,
     "wording_readme_presupposed": wording_readme_presupposed,
     "wording_empty_count": wording_empty_count,
@@ -505,7 +522,7 @@ DATA_DETECTORS: dict[str, DataDetector] = {
 GROUPS: dict[str, tuple[str, ...]] = {
     "duplicates": ("duplicate_question",),
     "degenerate filters": ("between_same_bounds", "noop_row_condition", "repeated_column", "noop_path_condition"),
-    "revealing": ("reveals_constant", "reveals_narrow_window"),
+    "revealing": ("reveals_constant", "reveals_narrow_window", "reveals_tie"),
     "wording": (
         "wording_not_possible",
         "wording_readme_presupposed",
@@ -570,6 +587,12 @@ class Balance:
     readme_repositories: int
     title_share: float
     abstract_share: float
+    # The question forms whose unanswerability is scientific: how many, and the share answered "not possible"
+    # (above one half, recognising the form would pay).
+    first_run_n: int = 0
+    first_run_not_possible: float = float("nan")
+    factor_n: int = 0
+    factor_not_possible: float = float("nan")
 
     @property
     def prior_margin(self) -> float:
@@ -607,6 +630,8 @@ def balance(records: Sequence[QuestionRecord], prior: PriorTable) -> Balance:
     prior_right = sum(grade(r.graded, _as_graded_value(prior.answer(r.question.type))).correct for r in records)
     hypotheses = [q for q in questions if q.type == "bivariate_hypothesis" and q.answerable]
     yes = sum(_answer_key(q.answer) == "yes" for q in hypotheses)
+    first_runs = [q for q in questions if q.query.get("first_run")]
+    factors = [q for q in questions if (q.query.get("test") or {}).get("name") == "welch_factor"]
     with_readme = {q.seed for q in questions if q.type == "readme" and _answer_key(q.answer) == "yes"}
     shares = {}
     for qtype in ("title", "abstract"):
@@ -622,6 +647,10 @@ def balance(records: Sequence[QuestionRecord], prior: PriorTable) -> Balance:
         readme_repositories=len(with_readme),
         title_share=shares["title"],
         abstract_share=shares["abstract"],
+        first_run_n=len(first_runs),
+        first_run_not_possible=_share(sum(not q.answerable for q in first_runs), len(first_runs)),
+        factor_n=len(factors),
+        factor_not_possible=_share(sum(not q.answerable for q in factors), len(factors)),
     )
 
 
@@ -630,6 +659,7 @@ def balance(records: Sequence[QuestionRecord], prior: PriorTable) -> Balance:
 PRIOR_MARGIN = 0.05
 YES_SHARE = (0.35, 0.65)
 README_ANSWERABLE = 0.5
+FORM_NOT_POSSIBLE = 0.5  # a form answered "not possible" more often than not would make abstaining on it pay
 
 
 @dataclass(frozen=True)
@@ -665,6 +695,17 @@ def criteria(result: Balance, findings: Sequence[Finding]) -> list[Criterion]:
             f"{result.abstract_share:.3f} of {result.readme_repositories}",
         ),
     ]
+    for form, n, share in (
+        ("first-run", result.first_run_n, result.first_run_not_possible),
+        ("factor", result.factor_n, result.factor_not_possible),
+    ):
+        out.append(
+            Criterion(
+                f"{form} questions not possible in <= 50%",
+                n == 0 or share <= FORM_NOT_POSSIBLE,
+                f"{share:.3f} of {n}" if n else "none asked",
+            )
+        )
     for group, defects in GROUPS.items():
         total = sum(counts[d] for d in defects)
         detail = ", ".join(f"{d} {counts[d]}" for d in defects)

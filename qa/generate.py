@@ -3,8 +3,9 @@
 Each sampled question is drawn from its own stream ``(seed, "qa", type, k)``. It is built answerable, or,
 with the probability set by the unanswerable-share knob, unanswerable by construction for a reason that
 type allows (a missing file, a filter that keeps no file or no row, a statistic undefined for the column,
-too few rows, constant input). Ground truth is computed with :mod:`qa.stats` on exactly the selected rows
-of exactly the selected files (:mod:`qa.view`).
+too few rows, constant input) or for a scientific reason (a variable not measured, a "first run" the files do not
+define, a factor's effect confounded by the design). Ground truth is computed with :mod:`qa.stats` on exactly
+the selected rows of exactly the selected files (:mod:`qa.view`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Generator:
         self.asked: set[str] = set()  # what each question asks (its type and query): no repeats in one repository
         self.strict = True  # while true, a hypothesis question must give the answer it was drawn to give
         self.relations = _relations(self.spec)
+        self.run_order = _run_order(self.view)
 
     # -- the whole set for one repository --------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -163,8 +165,10 @@ class Generator:
     def draft(self, qtype: str, **fields: Any) -> Draft:
         view = self.view
         display: dict[str, str] = {}
-        for condition in fields.get("path_conditions", []):
-            name = condition["variable"]
+        named = [condition["variable"] for condition in fields.get("path_conditions", [])]
+        if (fields.get("test") or {}).get("name") == "welch_factor":
+            named.append(fields["columns"][0])  # the factor's groups are path values too
+        for name in named:
             k = view.placeholders.index(name)
             for i, text in enumerate(view.tree.texts[k]):
                 raw = view.tree.values[k][i]
@@ -344,6 +348,45 @@ class Generator:
             unit=entry.get("unit", ""),
         )
 
+    def first_run(self, mask: np.ndarray[Any, Any]) -> int | None:
+        """The file that is the first run of the selection by date then run number *and* by run number then
+        date (docs/questions.md), or None when the two readings differ or either names no single file."""
+        rows = np.flatnonzero(mask)
+        named = {_first(rows, keys) for keys in (self.run_order, self.run_order[::-1])}
+        return named.pop() if len(named) == 1 else None
+
+    def confounded(self, first: np.ndarray[Any, Any], second: np.ndarray[Any, Any], factor: str) -> bool:
+        """Whether another factor or the researcher takes no value in one group of files that it takes in the
+        other (dates and run numbers are not factors)."""
+        for k, name in enumerate(self.view.placeholders):
+            if name in (factor, "date", "seq_number"):
+                continue
+            column = self.view.digits[:, k]
+            if not set(column[first].tolist()) & set(column[second].tolist()):
+                return True
+        return False
+
+
+def _run_order(view: RepoView) -> list[np.ndarray[Any, Any]]:
+    """Per placeholder that orders runs (date, then run number), each file's rank by that placeholder."""
+    keys: list[np.ndarray[Any, Any]] = []
+    for name in ("date", "seq_number"):
+        if name in view.placeholders:
+            k = view.placeholders.index(name)
+            raw = view.tree.values[k]  # ISO dates or run numbers: both sort in the order runs were made
+            rank = np.argsort(np.argsort(np.asarray([str(v) if name == "date" else int(v) for v in raw])))
+            keys.append(rank[view.digits[:, k]])
+    return keys
+
+
+def _first(rows: np.ndarray[Any, Any], keys: list[np.ndarray[Any, Any]]) -> int | None:
+    """The one file of ``rows`` that comes first by ``keys`` (lexicographically), or None on a tie."""
+    tied = rows
+    for key in keys:
+        values = key[tied]
+        tied = tied[values == values.min()]
+    return int(tied[0]) if tied.size == 1 else None
+
 
 def first_sentence(text: str) -> str:
     end = text.find(". ")
@@ -434,6 +477,8 @@ def _count_rows(g: Generator, rs: Stream, reason: str | None) -> Built:
             query={"path": path, "row_conditions": []},
             variables={"path": path},
         )
+    if reason == "ambiguous_definition" or (reason is None and g.run_order and rs.chance(0.4)):
+        return _first_run_rows(g, rs, reason)
     path = rs.pick(g.view.paths)
     conditions = g.empty_rows(rs, [path]) if reason == "no_row" else g.row_conditions(rs, [path], keep=1)
     count = int(row_mask(g.view.table(path), conditions).sum())
@@ -449,6 +494,32 @@ def _count_rows(g: Generator, rs: Stream, reason: str | None) -> Built:
         query={"path": path, "row_conditions": conditions},
         variables={"path": path},
     )
+
+
+def _first_run_rows(g: Generator, rs: Stream, reason: str | None) -> Built:
+    """The rows of "the first run" of a selection: answerable where ordering the files by date and by run number
+    names the same file, else not possible (``ambiguous_definition``). The wording is the same either way."""
+    if not g.run_order:
+        raise Retry
+    conditions, paths = g.path_conditions(rs, empty=False)
+    if len(paths) < 2:
+        raise Retry  # one file is trivially the first run
+    if any(c["variable"] in ("date", "seq_number") and c["op"] == "eq" for c in conditions):
+        raise Retry  # fixing the date or the run number would show a tie in the question's own words
+    mask = g.view.select(conditions)
+    first = g.first_run(mask)
+    if (first is None) != (reason == "ambiguous_definition"):
+        raise Retry
+    target = [g.view.paths[first]] if first is not None else paths
+    rows = g.row_conditions(rs, target, keep=1)
+    count = 0
+    if first is not None:
+        count = int(row_mask(g.view.table(target[0]), rows).sum())
+        if count == 0:
+            raise Retry
+    draft = g.draft("count_rows", path_conditions=conditions, row_conditions=rows, first_run=True)
+    query = {"first_run": True, "path_conditions": conditions, "layout": g.view.layout(), "row_conditions": rows}
+    return Built(draft, count, "integer", reason, evidence=paths, query=query)
 
 
 def _prefix(g: Generator, rs: Stream, reason: str | None) -> Built:
@@ -566,9 +637,15 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
 def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -> Built:
     qtype = "bivariate_hypothesis" if hypothesis else "bivariate_statistic"
     numeric, categorical = g.numeric_columns(), g.categorical_columns()
-    names = ["pearson", "spearman"] + (["chi2"] if len(categorical) >= 2 else [])
+    # No chi-square hypothesis: the generator makes no categorical column depend on another, so its answer would
+    # always be "no".
+    names = ["pearson", "spearman"] + (["chi2"] if len(categorical) >= 2 and not hypothesis else [])
     if hypothesis and categorical:
         names.append("welch")
+    if hypothesis and reason in (None, "confounded") and _factors(g):
+        names.append("welch_factor")
+    if reason == "confounded":
+        names = ["welch_factor"]
     # A hypothesis question is drawn to reject its null half of the time: it then tests a relation the generator
     # made (a column and one it depends on), else two columns it made independent; the data decide, and a draw
     # whose data disagree is drawn again (while ``g.strict``), so that "yes" and "no" are equally likely.
@@ -579,6 +656,8 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
         if not names:
             raise Retry
     name = rs.pick(names)
+    if name == "welch_factor":
+        return _factor_test(g, rs, reason, want_yes if balanced else None)
     if name == "welch" and reason in ("constant_input", "undefined_statistic"):
         raise Retry  # a Welch question always names two groups of a categorical column
     path_conditions, paths = g.path_conditions(rs, empty=reason == "no_file")
@@ -676,6 +755,13 @@ def _pairs(
     g: Generator, name: str, numeric: list[Variable], categorical: list[Variable], related: bool
 ) -> list[tuple[str, str]]:
     """The column pairs a test ``name`` can take whose relation in the generator is ``related``."""
+    if name == "welch_factor":
+        return [
+            (factor, v.column)
+            for factor in _factors(g)
+            for v in numeric
+            if _related(g.relations, factor, v.column) == related
+        ]
     if name == "chi2":
         pairs = [(a.column, b.column) for i, a in enumerate(categorical) for b in categorical[i + 1 :]]
     elif name == "welch":
@@ -683,6 +769,77 @@ def _pairs(
     else:
         pairs = [(a.column, b.column) for i, a in enumerate(numeric) for b in numeric[i + 1 :]]
     return [pair for pair in pairs if _related(g.relations, *pair) == related]
+
+
+def _factors(g: Generator) -> list[str]:
+    """Path variables with at least two values in the repository's files: the experimental factors."""
+    out = []
+    for pv in g.spec.path_variables:
+        k = g.view.placeholders.index(pv.column)
+        if np.unique(g.view.digits[:, k]).size >= 2:
+            out.append(pv.column)
+    return out
+
+
+def _factor_test(g: Generator, rs: Stream, reason: str | None, want_yes: bool | None) -> Built:
+    """Does an experimental factor (a path variable) change a column's mean? Welch's test between the files with
+    one value of the factor and those with another; not possible when the design confounds the two groups with
+    another factor or the researcher (``confounded``). Draws selections until the design gives the wanted case."""
+    view = g.view
+    if not _factors(g) or not g.numeric_columns():
+        raise Retry
+    if want_yes is None:
+        factor, column = rs.pick(_factors(g)), rs.pick(g.numeric_columns()).column
+    else:
+        factor, column = rs.pick(_pairs(g, "welch_factor", g.numeric_columns(), [], related=want_yes))
+    kf = view.placeholders.index(factor)
+    others = [n for n in view.placeholders if n != factor]
+    for _ in range(MAX_ATTEMPTS):
+        chosen = rs.sample(others, rs.randint(0, min(2, len(others))))
+        anchor = rs.randint(0, len(view.paths) - 1)
+        conditions = [g._anchored(name, anchor, rs) for name in chosen]
+        if any(bool(view.select([c]).all()) for c in conditions):
+            continue
+        mask = view.select(conditions)
+        codes = np.unique(view.digits[mask, kf]).tolist()
+        if len(codes) < 2:
+            continue
+        pair = sorted(rs.sample(codes, 2))
+        first, second = (mask & (view.digits[:, kf] == code) for code in pair)
+        if int(first.sum() + second.sum()) > g.options.max_pooled_files:
+            continue
+        if g.confounded(first, second, factor) != (reason == "confounded"):
+            continue
+        break
+    else:
+        raise Retry
+    texts = view.rendered(factor)
+    groups = [texts[code] for code in pair]
+    evidence = sorted(view.selected_paths(first) + view.selected_paths(second))
+    alpha = rs.pick(ALPHAS)
+    answer: Answer = 0.0
+    if reason is None:
+        a = view.pooled(view.selected_paths(first), [column], [])[column].astype(np.float64)
+        b = view.pooled(view.selected_paths(second), [column], [])[column].astype(np.float64)
+        if min(a.size, b.size) < 2 or (stats.is_constant(a) and stats.is_constant(b)):
+            raise Retry
+        _, p_value = stats.welch(a, b)
+        if not math.isfinite(p_value) or abs(math.log(max(p_value, 1e-300) / alpha)) < 0.05:
+            raise Retry
+        answer = "yes" if p_value < alpha else "no"
+        if want_yes is not None and (answer == "yes") != want_yes:
+            raise Retry
+    test = {"name": "welch_factor", "alpha": alpha, "groups": groups}
+    draft = g.draft("bivariate_hypothesis", columns=[factor, column], path_conditions=conditions, test=test)
+    query: dict[str, Any] = {
+        "columns": [factor, column],
+        "factor": factor,
+        "path_conditions": conditions,
+        "row_conditions": [],
+        "layout": view.layout(),
+        "test": test,
+    }
+    return Built(draft, answer, "yes_no", reason, choices=["yes", "no"], evidence=evidence, query=query)
 
 
 def _constant_rows(g: Generator, paths: list[str], name: str, columns: list[str]) -> list[Condition]:
@@ -748,13 +905,13 @@ _SAMPLERS: dict[str, Callable[[Generator, Stream, str | None], Built]] = {
 }
 _STAT_REASONS = ("no_file", "no_row", "undefined_statistic", "too_few_rows")
 _REASONS: dict[str, tuple[str, ...]] = {
-    "count_rows": ("no_file", "no_row"),
+    "count_rows": ("no_file", "no_row", "ambiguous_definition"),
     "prefix": ("no_file",),
     "condition": ("no_file",),
     "univariate_single_file": (*_STAT_REASONS, "not_measured"),
     "univariate_condition": (*_STAT_REASONS, "not_measured"),
     "bivariate_statistic": (*_STAT_REASONS, "constant_input"),
-    "bivariate_hypothesis": (*_STAT_REASONS, "constant_input"),
+    "bivariate_hypothesis": (*_STAT_REASONS, "constant_input", "confounded"),
 }
 
 

@@ -7,9 +7,10 @@ from typing import Any, TypeAlias
 
 NOT_POSSIBLE = "not possible"
 # The version of what a question means and how it is graded. Bumped whenever either changes (2: balanced answers,
-# scientific unanswerability, explicit empty-result wording, the stricter grader of issue 23), so that runs made
-# before a change are never compared with runs made after it (run.json records it).
-QUESTION_FORMAT = 2
+# scientific unanswerability, explicit empty-result wording, the stricter grader of issue 23; 3: "first run" and
+# factor questions with the ambiguous_definition and confounded reasons, no chi-square hypothesis questions), so
+# that runs made before a change are never compared with runs made after it (run.json records it).
+QUESTION_FORMAT = 3
 
 CATEGORIES: dict[str, str] = {
     "readme": "Repository Metadata",
@@ -36,6 +37,8 @@ REASONS = (
     "too_few_rows",
     "constant_input",
     "not_measured",
+    "ambiguous_definition",
+    "confounded",
 )
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 

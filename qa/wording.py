@@ -69,7 +69,14 @@ TESTS = {
         "Welch's two-sided two-sample t-test (unequal variances)",
         "the mean of `{b}` is the same in rows where `{a}` is {g1} and rows where `{a}` is {g2}",
     ),
+    "welch_factor": (
+        "Welch's two-sided two-sample t-test (unequal variances) between the pooled rows of the files where `{a}` "
+        "is {g1} and those of the files where `{a}` is {g2}",
+        "the mean of `{b}` is the same in these two groups of files",
+    ),
 }
+# Words for "the first run" of a selection: which file that is, the question leaves to the files.
+RUN_NOTE = "Each data file holds one run."
 # A README whose title is hidden still starts with the repository's short name as a heading.
 TITLE_NOTE = (
     "A heading that only gives the repository's short name (lowercase words joined by hyphens) is not the title."
@@ -98,6 +105,7 @@ class Draft:
     test: dict[str, Any] | None = None
     sig_figs: int | None = None
     extra_variables: dict[str, Variable] = field(default_factory=dict)  # named columns the spec lacks
+    first_run: bool = False  # a count_rows question about the first run of the files the path conditions select
 
 
 class Paraphraser(Protocol):
@@ -129,7 +137,11 @@ def not_possible_note(draft: Draft) -> str:
     if t == "abstract":
         return f" If there is no README, or the README has no abstract, answer {NOT_POSSIBLE_TEXT}."
     cases: list[str] = []
-    if t in ("count_rows", "univariate_single_file"):
+    factor = (draft.test or {}).get("name") == "welch_factor"
+    if draft.first_run:
+        cases.append("no data file meets the path conditions")
+        cases.append("those files do not show which of them is the first run")
+    elif t in ("count_rows", "univariate_single_file"):
         cases.append("there is no such file")
     elif t == "prefix":
         cases.append("there is no such directory")
@@ -152,7 +164,19 @@ def not_possible_note(draft: Draft) -> str:
         if least:
             cases.append(f"fewer than {least} rows remain")
         return f" Answer {NOT_POSSIBLE_TEXT} if {or_list(cases)}."
-    if name == "welch":
+    if factor:
+        a = draft.columns[0]
+        cases[-1] = "either group has no data file"
+        other = (
+            "another path field or in the researcher"
+            if "researcher" in draft.spec.template.placeholders
+            else ("another path field")
+        )
+        cases.append(
+            f"the two groups of files also differ in {other} (no value of it is shared by the two groups, so that "
+            f"its effect cannot be told apart from that of `{a}`; dates and run numbers do not count)"
+        )
+    if name in ("welch", "welch_factor"):
         cases.append("either group has fewer than 2 rows")
         cases.append("both groups take a single value each")
     else:
@@ -166,19 +190,32 @@ def not_possible_note(draft: Draft) -> str:
 def layout_note(draft: Draft) -> str:
     """Where the repository does not show the path layout (it has no README), a question with path conditions
     states it, so that every placeholder it names can be found in the paths."""
-    if draft.spec.readme.present or not draft.path_conditions:
+    factor = (draft.test or {}).get("name") == "welch_factor"
+    if draft.spec.readme.present or not (draft.path_conditions or draft.first_run or factor):
         return ""
     meanings: list[str] = []
-    for condition in draft.path_conditions:
-        name = condition["variable"]
+    named = [c["variable"] for c in draft.path_conditions]
+    if draft.first_run:
+        named += [n for n in ("date", "seq_number") if n in draft.spec.template.placeholders]
+    if factor:
+        named.append(draft.columns[0])
+    for name in named:
         if name in PLACEHOLDER_MEANINGS:
             meaning = f"`{{{name}}}` is {PLACEHOLDER_MEANINGS[name]} as written in the path"
         else:
-            rendered = condition["value"] if condition["op"] == "eq" else condition["values"][0]
+            rendered = _rendered_example(draft, name)
             meaning = f"`{{{name}}}` appears as `{rendered}` when `{name}` is {draft.path_display[rendered]}"
         if meaning not in meanings:
             meanings.append(meaning)
     return f" Data file paths here follow the layout `{layout_template(draft.spec)}`, where {'; '.join(meanings)}."
+
+
+def _rendered_example(draft: Draft, name: str) -> str:
+    """A value of path field ``name`` as the question names it (its condition's or its test's first group)."""
+    for condition in draft.path_conditions:
+        if condition["variable"] == name:
+            return str(condition["value"] if condition["op"] == "eq" else condition["values"][0])
+    return str((draft.test or {})["groups"][0])
 
 
 # -- conditions ---------------------------------------------------------------------------------------
@@ -203,6 +240,16 @@ def path_phrase(draft: Draft, readable: bool = False) -> str:
             values = [draft.path_display[v] for v in c["values"]]
             parts.append(f"{name} is one of {or_list(values)}")
     return " and ".join(parts)
+
+
+def files_phrase(draft: Draft, readable: bool = False) -> str:
+    """The files a question pools: those whose path meets its conditions, or all of them."""
+    paths = path_phrase(draft, readable)
+    return f"the data files whose path shows that {paths}" if paths else "all data files of this repository"
+
+
+def _is_factor(draft: Draft) -> bool:
+    return (draft.test or {}).get("name") == "welch_factor"
 
 
 def _column_name(draft: Draft, column: str, readable: bool) -> str:
@@ -253,6 +300,11 @@ def templated(draft: Draft) -> str:
             "What file extension do the data files in this repository use? Answer with one of: csv, json, "
             "jsonl, xlsx, txt, log."
         )
+    elif t == "count_rows" and draft.first_run:
+        text = (
+            f"{RUN_NOTE} Among {files_phrase(draft)}, how many data rows (records, not counting any header line) "
+            f"does the first run contain{where}?"
+        )
     elif t == "count_rows":
         text = f"How many data rows (records, not counting any header line) does the file {{path}} contain{where}?"
     elif t == "prefix":
@@ -281,6 +333,12 @@ def templated(draft: Draft) -> str:
             f"Across all data files whose path shows that {paths}, pooling their rows, what is "
             f"{BIVARIATE_TEMPLATED[draft.statistic]} between the columns `{a}` and `{b}`{using}?"
         )
+    elif t == "bivariate_hypothesis" and _is_factor(draft):
+        a, b = draft.columns
+        text = (
+            f"Does the path field `{a}` affect `{b}`? Among {files_phrase(draft)}, does {_test_text(draft)} Answer "
+            "yes or no."
+        )
     elif t == "bivariate_hypothesis":
         assert draft.test
         text = (
@@ -300,10 +358,14 @@ def _test_text(draft: Draft, readable: bool = False) -> str:
     groups = draft.test.get("groups", [None, None])
     if name == "welch" and not all(groups):
         raise ValueError("a Welch question must name its two groups")
+    if name == "welch_factor":
+        groups = [draft.path_display[g] for g in groups]
     null_text = null.format(a=a, b=b, g1=groups[0], g2=groups[1])
+    description = description.format(a=a, g1=groups[0], g2=groups[1]) if name == "welch_factor" else description
     if readable:
-        for column in (a, b):
-            null_text = null_text.replace(f"`{column}`", _column_name(draft, column, readable=True))
+        first = _path_name(draft, a, True) if name == "welch_factor" else _column_name(draft, a, readable=True)
+        null_text = null_text.replace(f"`{a}`", first).replace(f"`{b}`", _column_name(draft, b, readable=True))
+        description = description.replace(f"`{a}`", first)
     return f"{description} reject, at significance level {draft.test['alpha']}, the null hypothesis that {null_text}?"
 
 
@@ -345,6 +407,11 @@ def _plain(draft: Draft) -> str:
         return (
             "Which format are the data tables saved in? Give the file extension (csv, json, jsonl, xlsx, txt or log)."
         )
+    if t == "count_rows" and draft.first_run:
+        return (
+            f"Treating each data file as one run, how many records does the first run among "
+            f"{files_phrase(draft, readable=True)} hold{only}? Do not count any header line."
+        )
     if t == "count_rows":
         return f"How many records are in {{path}}{only}? Do not count any header line."
     if t == "prefix":
@@ -366,6 +433,12 @@ def _plain(draft: Draft) -> str:
             f"Pooling every record from the files where {paths}, what is the {BIVARIATE_PLAIN[draft.statistic]} "
             f"between {_readable_column(draft, 0)} and {_readable_column(draft, 1)}{only}?"
         )
+    if t == "bivariate_hypothesis" and _is_factor(draft):
+        factor = _path_name(draft, draft.columns[0], True)
+        return (
+            f"Does {factor} make a difference to {_readable_column(draft, 1)}? Taking "
+            f"{files_phrase(draft, readable=True)}, does {_test_text(draft, readable=True)}"
+        )
     if t == "bivariate_hypothesis":
         return f"Pooling every record from the files where {paths}{only}, does {_test_text(draft, readable=True)}"
     raise ValueError(t)
@@ -384,6 +457,11 @@ def _restructured(draft: Draft) -> str:
         return "Look for a README and an abstract in it. What is the abstract's first sentence, verbatim?"
     if t == "extension":
         return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
+    if t == "count_rows" and draft.first_run:
+        return (
+            f"Select {files_phrase(draft, readable=True)}; each is one run. Take the first of these runs.{keep} "
+            "How many data rows remain (any header line excluded)?"
+        )
     if t == "count_rows":
         return f"Open {{path}}.{keep} How many data rows remain (any header line excluded)?"
     if t == "prefix":
@@ -408,6 +486,12 @@ def _restructured(draft: Draft) -> str:
             f"Select the data files whose paths show that {paths} and combine their rows.{keep} Compute "
             f"the {BIVARIATE_PLAIN[draft.statistic]} between {_readable_column(draft, 0)} and "
             f"{_readable_column(draft, 1)}."
+        )
+    if t == "bivariate_hypothesis" and _is_factor(draft):
+        factor = _path_name(draft, draft.columns[0], True)
+        return (
+            f"Select {files_phrase(draft, readable=True)} and split them into two groups by {factor}. Does "
+            f"{_test_text(draft, readable=True)}"
         )
     if t == "bivariate_hypothesis":
         return (
@@ -437,6 +521,11 @@ def _request(draft: Draft) -> str:
             "I want to pick the right parser: what extension do the data files have "
             "(csv, json, jsonl, xlsx, txt or log)?"
         )
+    if t == "count_rows" and draft.first_run:
+        return (
+            f"I'm checking the first run (one run per data file) among {files_phrase(draft, readable=True)}: how "
+            f"many data rows does it hold{only.rstrip(',')}? Any header line excluded."
+        )
     if t == "count_rows":
         return (
             f"I'm checking sample sizes: how many data rows does {{path}} hold{only.rstrip(',')}? "
@@ -460,6 +549,12 @@ def _request(draft: Draft) -> str:
         return (
             f"I want to know how {_readable_column(draft, 0)} relates to {_readable_column(draft, 1)} in the "
             f"files where {paths}{only.rstrip(',')}: what is the {BIVARIATE_PLAIN[draft.statistic]}?"
+        )
+    if t == "bivariate_hypothesis" and _is_factor(draft):
+        factor = _path_name(draft, draft.columns[0], True)
+        return (
+            f"I want to know whether {factor} changes {_readable_column(draft, 1)}, using "
+            f"{files_phrase(draft, readable=True)}: does {_test_text(draft, readable=True)}"
         )
     if t == "bivariate_hypothesis":
         return f"Using the records from files where {paths}{only.rstrip(',')}, does {_test_text(draft, readable=True)}"

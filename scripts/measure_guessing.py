@@ -70,6 +70,8 @@ def print_report(
     floors.add_row(f"hypothesis yes share ({result.hypothesis_n} answerable)", f"{result.hypothesis_yes_share:.3f}")
     floors.add_row(f"title answerable ({result.readme_repositories} README repos)", f"{result.title_share:.3f}")
     floors.add_row(f"abstract answerable ({result.readme_repositories} README repos)", f"{result.abstract_share:.3f}")
+    floors.add_row(f"first-run questions not possible ({result.first_run_n})", f"{result.first_run_not_possible:.3f}")
+    floors.add_row(f"factor questions confounded ({result.factor_n})", f"{result.factor_not_possible:.3f}")
     console.print(floors)
 
     defects = Table(title="Defects")

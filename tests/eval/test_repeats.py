@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from qa.model import QUESTION_FORMAT
 from tests.eval.test_eval import agent_path, questions, records_of, run_eval, sgfs_bin  # noqa: F401
 from tests.helpers.commands import one_line_error, sgfs
 from tests.helpers.mounts import require_fuse
@@ -35,7 +36,7 @@ def test_repeats_records_summary_report_and_resume(tmp_path: Path, questions: Pa
     assert all(r["truth"] is not None and set(r["floors"]) == {"abstain", "prior"} for r in records)
     assert all(r["floors"]["abstain"] == (not r["answerable"]) for r in records)
     run = json.loads((out / "run.json").read_text())
-    assert run["repeats"] == 3 and run["question_format"] == 2 and run["questions"] == len(ids)
+    assert run["repeats"] == 3 and run["question_format"] == QUESTION_FORMAT and run["questions"] == len(ids)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["repeats"] == 3 and set(summary["pass_at_k"]) == {"1", "2", "3"}
     assert summary["pass_at_k"]["1"] == pytest.approx(summary["accuracy"])
@@ -51,7 +52,7 @@ def test_repeats_records_summary_report_and_resume(tmp_path: Path, questions: Pa
                     "## Repeats", "## Wrong answers"):  # fmt: skip
         assert heading in text, heading
     assert "pass@3" in text and "- sandbox: " in text and "- key fingerprint: none" in text
-    assert "- question format: 2" in text
+    assert f"- question format: {QUESTION_FORMAT}" in text
     wrong = [r for r in records if not r["correct"]]
     section = text.split("## Wrong answers")[1]
     assert all(r["id"] in section for r in wrong) and section.count("\n| ") >= min(len(wrong), 50) + 1

@@ -394,9 +394,35 @@ def test_balance_measures() -> None:
     assert hypotheses.unanswerable_share == 0.25
 
 
+def test_reveals_tie_fires_when_every_ordering_placeholder_is_fixed() -> None:
+    layout = {"components": [["researcher"], ["date", "seq_number"]], "joiners": ["", "_"], "extension": "csv"}
+
+    def first_run(qid: str, conditions: list[dict[str, object]]) -> Question:
+        query = {"type": "count_rows", "first_run": True, "path_conditions": conditions, "layout": layout}
+        return make(qid, "count_rows", "t", query=query)
+
+    date = {"variable": "date", "op": "eq", "value": "20200101"}
+    run = {"variable": "seq_number", "op": "in", "values": ["01"]}
+    two_runs = {"variable": "seq_number", "op": "in", "values": ["01", "02"]}
+    questions = [
+        first_run("1-count_rows-1", [date, run]),  # both fixed: the selected files tie
+        first_run("1-count_rows-2", [date, two_runs]),  # the run number still orders them
+        first_run("1-count_rows-3", [date]),
+    ]
+    assert [f.id for f in audit.reveals_tie(questions)] == ["1-count_rows-1"]
+    layout["components"] = [["researcher"], ["date"]]
+    assert [f.id for f in audit.reveals_tie(questions)] == ["1-count_rows-1", "1-count_rows-2", "1-count_rows-3"]
+
+
 def test_criteria() -> None:
     good = Balance(100, (), 0.3, 0.34, 40, 0.5, 10, 0.6, 0.5)
     assert not audit.failed(audit.criteria(good, []))
+    assert not audit.failed(audit.criteria(Balance(100, (), 0.3, 0.34, 40, 0.5, 10, 0.6, 0.5, 10, 0.5, 8, 0.25), []))
+    forms = Balance(100, (), 0.3, 0.34, 40, 0.5, 10, 0.6, 0.5, 10, 0.6, 8, 0.75)
+    assert {c.name for c in audit.failed(audit.criteria(forms, []))} == {
+        "first-run questions not possible in <= 50%",
+        "factor questions not possible in <= 50%",
+    }
     bad = Balance(100, (), 0.3, 0.36, 40, 0.3, 10, 0.4, 0.5)
     names = {c.name for c in audit.failed(audit.criteria(bad, [Finding("q", "reveals_constant", "x")]))}
     assert names == {

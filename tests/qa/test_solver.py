@@ -191,6 +191,14 @@ def test_solver_reproduces_every_answer(corpus: Corpus) -> None:
     assert not failures, f"{len(failures)} disagreement(s)\n{summary}\n\n" + "\n\n".join(failures[:40])
     assert len(continuous) > 0 and checked >= 0.95 * len(continuous), summary
     assert sum(rep.ambiguous_paths for rep in reports) == 0, summary
+    # The scientific reasons and the answerable twins of their forms are all checked, not only the mechanical ones.
+    assert {"not_measured", "ambiguous_definition", "confounded"} <= set(reasons), summary
+    answerable_forms = {
+        "first_run" if r["query"].get("first_run") else (r["query"].get("test") or {}).get("name")
+        for r in records
+        if r["answerable"]
+    }
+    assert {"first_run", "welch_factor"} <= answerable_forms, summary
 
 
 # ------------------------------------------------------------------------------------------------
@@ -376,3 +384,270 @@ def test_statistics_agree_with_scipy() -> None:
     )
     ref = sps.chi2_contingency(table, correction=False)
     assert math.isclose(stat, ref.statistic, rel_tol=1e-12) and dof == ref.dof
+
+
+# ------------------------------------------------------------------------------------------------
+# `first_run` count_rows and `welch_factor` hypothesis questions, on hand-made repositories
+
+
+def _write_repo(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        file = root / rel
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+    return root
+
+
+def _csv(values: list[float]) -> str:
+    return "v,g\n" + "".join(f"{v},{'a' if i % 2 else 'b'}\n" for i, v in enumerate(values))
+
+
+FIRST_RUN_LAYOUT: dict[str, Any] = {
+    "components": [["researcher"], ["date", "seq_number"]],
+    "joiners": ["_", "-"],
+    "extension": "csv",
+    "rendered": {
+        "researcher": ["kato", "li", "zed"],
+        "date": ["20230105", "20230210", "20230301"],
+        "seq_number": ["001", "002", "003"],
+    },
+}
+
+
+def _first_run(conditions: list[dict[str, Any]], rows: list[dict[str, Any]], layout: dict[str, Any]) -> Any:
+    return {
+        "type": "count_rows",
+        "first_run": True,
+        "path_conditions": conditions,
+        "layout": layout,
+        "row_conditions": rows,
+    }
+
+
+def test_first_run_parse_dates_every_documented_format() -> None:
+    import datetime
+
+    expected = datetime.date(2023, 4, 4)
+    for text in ["2023-04-04", "20230404", "2023_04_04", "04Apr2023", "04apr2023"]:
+        assert solver_module.parse_date(text) == expected, text
+    assert solver_module.parse_date("20Dec2023") < solver_module.parse_date("10Jan2024")
+    assert solver_module.parse_run("010") == 10
+    with pytest.raises(ValueError):
+        solver_module.parse_date("04Foo2023")
+
+
+def test_first_run_answerable_when_both_readings_agree(tmp_path: Path) -> None:
+    repo = _write_repo(
+        tmp_path,
+        {
+            "kato/20230105-001.csv": _csv([1, 2, 3, 4, 5]),
+            "kato/20230210-003.csv": _csv([1, 2]),
+            "li/20230301-002.csv": _csv([1, 2, 3]),
+        },
+    )
+    everyone = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
+    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (5, None)
+    gt = [{"column": "v", "op": "gt", "value": 3.5}]
+    assert solve({"query": _first_run(everyone, gt, FIRST_RUN_LAYOUT)}, repo) == (2, None)
+    # Among li's files only one remains: it is the first run by both readings.
+    li = [{"variable": "researcher", "op": "eq", "value": "li"}]
+    assert solve({"query": _first_run(li, [], FIRST_RUN_LAYOUT)}, repo) == (3, None)
+    # The count follows: no row of the first run meets the condition (other files' rows do not count).
+    big = [{"column": "v", "op": "gt", "value": 5.0}]
+    assert solve({"query": _first_run(li, big, FIRST_RUN_LAYOUT)}, repo) == (NOT_POSSIBLE, "no_row")
+
+
+def test_first_run_ambiguous_when_readings_disagree(tmp_path: Path) -> None:
+    repo = _write_repo(
+        tmp_path,
+        {
+            "kato/20230105-002.csv": _csv([1, 2, 3, 4, 5]),  # first by date
+            "li/20230210-001.csv": _csv([1, 2, 3]),  # first by run number
+        },
+    )
+    everyone = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
+    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (
+        NOT_POSSIBLE,
+        "ambiguous_definition",
+    )
+    # ambiguous_definition is decided before no_row.
+    none = [{"column": "v", "op": "gt", "value": 99.0}]
+    assert solve({"query": _first_run(everyone, none, FIRST_RUN_LAYOUT)}, repo) == (
+        NOT_POSSIBLE,
+        "ambiguous_definition",
+    )
+    kato = [{"variable": "researcher", "op": "eq", "value": "kato"}]
+    assert solve({"query": _first_run(kato, [], FIRST_RUN_LAYOUT)}, repo) == (5, None)
+
+
+def test_first_run_ambiguous_when_two_files_tie(tmp_path: Path) -> None:
+    repo = _write_repo(
+        tmp_path,
+        {
+            "kato/20230105-001.csv": _csv([1, 2, 3, 4, 5]),
+            "li/20230105-001.csv": _csv([1, 2, 3]),  # same date and run number: a tie
+            "li/20230301-002.csv": _csv([1, 2]),
+        },
+    )
+    everyone = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
+    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (
+        NOT_POSSIBLE,
+        "ambiguous_definition",
+    )
+    li = [{"variable": "researcher", "op": "eq", "value": "li"}]
+    assert solve({"query": _first_run(li, [], FIRST_RUN_LAYOUT)}, repo) == (3, None)
+
+
+def test_first_run_single_ordering_placeholder(tmp_path: Path) -> None:
+    seq_layout: dict[str, Any] = {
+        "components": [["researcher"], ["seq_number"]],
+        "joiners": ["_", "_"],
+        "extension": "csv",
+        "rendered": {"researcher": ["kato", "li"], "seq_number": ["002", "010", "011"]},
+    }
+    date_layout: dict[str, Any] = {
+        "components": [["date"], ["researcher"]],
+        "joiners": ["_", "_"],
+        "extension": "csv",
+        "rendered": {"date": ["20Dec2023", "10Jan2024"], "researcher": ["kato", "li"]},
+    }
+    repo = _write_repo(
+        tmp_path,
+        {
+            "kato/010.csv": _csv([1, 2, 3, 4]),
+            "li/002.csv": _csv([1, 2]),
+            "li/011.csv": _csv([1]),
+            "kato/011.csv": _csv([1, 2, 3]),
+            "10Jan2024/kato.txt": "v\n1\n",  # a second tree, read with the date-only layout
+            "20Dec2023/li.txt": "v\n1\n2\n3\n4\n5\n6\n",
+        },
+    )
+    both = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
+    assert solve({"query": _first_run(both, [], seq_layout)}, repo) == (2, None)
+    tie = [{"variable": "seq_number", "op": "eq", "value": "011"}]
+    assert solve({"query": _first_run(tie, [], seq_layout)}, repo) == (NOT_POSSIBLE, "ambiguous_definition")
+    date_layout_txt = {**date_layout, "extension": "txt"}
+    # Calendar order, not text order: 20Dec2023 is before 10Jan2024.
+    assert solve({"query": _first_run(both, [], date_layout_txt)}, repo) == (6, None)
+
+
+def test_first_run_no_file(tmp_path: Path) -> None:
+    repo = _write_repo(tmp_path, {"kato/20230105-001.csv": _csv([1, 2, 3])})
+    zed = [{"variable": "researcher", "op": "eq", "value": "zed"}]
+    assert solve({"query": _first_run(zed, [], FIRST_RUN_LAYOUT)}, repo) == (NOT_POSSIBLE, "no_file")
+
+
+WELCH_LAYOUT: dict[str, Any] = {
+    "components": [["researcher", "date"], ["temp", "seq_number"]],
+    "joiners": ["_", "-"],
+    "extension": "csv",
+    "rendered": {
+        "researcher": ["kato", "li"],
+        "date": ["2023-01-05", "2023-02-01"],
+        "temp": ["temp_1", "temp_10", "temp_100"],
+        "seq_number": ["001", "002", "003", "004", "005"],
+    },
+}
+# Group temp_1: kato (two files) and li (run 003); group temp_10: li only.  Dates and run numbers are
+# disjoint between the groups, which never confounds.
+WELCH_FILES: dict[str, list[float]] = {
+    "kato_2023-01-05/temp_1-001.csv": [1.0, 2.5, 3.25],
+    "kato_2023-01-05/temp_1-002.csv": [2.0, 1.5],
+    "li_2023-01-05/temp_1-003.csv": [2.75, 0.5, 1.25],
+    "li_2023-02-01/temp_10-004.csv": [4.0, 5.5, 6.0],
+    "li_2023-02-01/temp_10-005.csv": [5.0, 4.75],
+}
+
+
+def _welch_factor(conditions: list[dict[str, Any]], groups: list[str], alpha: float = 0.05) -> dict[str, Any]:
+    return {
+        "type": "bivariate_hypothesis",
+        "columns": ["temp", "v"],
+        "factor": "temp",
+        "test": {"name": "welch_factor", "alpha": alpha, "groups": groups},
+        "path_conditions": conditions,
+        "layout": WELCH_LAYOUT,
+        "row_conditions": [],
+    }
+
+
+def _welch_repo(tmp_path: Path) -> Path:
+    return _write_repo(tmp_path, {rel: _csv(values) for rel, values in WELCH_FILES.items()})
+
+
+def test_welch_factor_answerable_matches_scipy(tmp_path: Path) -> None:
+    repo = _welch_repo(tmp_path)
+    both = [{"variable": "temp", "op": "in", "values": ["temp_1", "temp_10"]}]
+    query = _welch_factor(both, ["temp_1", "temp_10"])
+    x = [v for rel, vs in WELCH_FILES.items() if "temp_1-" in rel for v in vs]
+    y = [v for rel, vs in WELCH_FILES.items() if "temp_10-" in rel for v in vs]
+    expected = sps.ttest_ind(x, y, equal_var=False).pvalue
+    assert math.isclose(solver_module.welch_factor_p(repo, query), expected, rel_tol=1e-9)
+    assert expected < 0.05
+    assert solve({"query": query}, repo) == ("yes", None)
+    assert solve({"query": _welch_factor(both, ["temp_1", "temp_10"], alpha=expected / 2)}, repo) == ("no", None)
+
+
+def test_welch_factor_confounded_by_researcher(tmp_path: Path) -> None:
+    repo = _welch_repo(tmp_path)
+    # Without run 003, every temp_1 file is kato's and every temp_10 file li's.
+    runs = [{"variable": "seq_number", "op": "in", "values": ["001", "002", "004", "005"]}]
+    assert solve({"query": _welch_factor(runs, ["temp_1", "temp_10"])}, repo) == (NOT_POSSIBLE, "confounded")
+    kato_only = [{"variable": "researcher", "op": "eq", "value": "kato"}]
+    # no_file (temp_10 has no kato file) is decided before confounded.
+    assert solve({"query": _welch_factor(kato_only, ["temp_1", "temp_10"])}, repo) == (NOT_POSSIBLE, "no_file")
+
+
+def test_welch_factor_confounded_by_path_variable(tmp_path: Path) -> None:
+    layout: dict[str, Any] = {
+        "components": [["mode"], ["temp", "seq_number"]],
+        "joiners": ["_", "-"],
+        "extension": "csv",
+        "rendered": {"mode": ["fast", "slow"], "temp": ["temp_1", "temp_10"], "seq_number": ["001", "002"]},
+    }
+    repo = _write_repo(
+        tmp_path,
+        {
+            "fast/temp_1-001.csv": _csv([1, 2, 3]),
+            "fast/temp_1-002.csv": _csv([2, 3, 4]),
+            "slow/temp_10-001.csv": _csv([5, 6, 7]),
+            "slow/temp_10-002.csv": _csv([6, 7, 9]),
+        },
+    )
+    query = {**_welch_factor([], ["temp_1", "temp_10"]), "layout": layout}
+    assert solve({"query": query}, repo) == (NOT_POSSIBLE, "confounded")
+
+
+def test_welch_factor_not_confounded_when_a_value_is_shared(tmp_path: Path) -> None:
+    repo = _welch_repo(tmp_path)
+    # li recorded runs in both groups: researcher does not confound, and dates/runs never do.
+    query = _welch_factor([], ["temp_1", "temp_10"])
+    answer, reason = solve({"query": query}, repo)
+    assert reason is None and answer in ("yes", "no")
+    group1 = [{"researcher": "kato", "date": "d1"}, {"researcher": "li", "date": "d1"}]
+    group2 = [{"researcher": "li", "date": "d2"}]
+    assert solver_module.confounders(group1, group2, ["researcher"]) == []
+    assert solver_module.confounders(group1, group2, ["researcher", "date"]) == ["date"]
+
+
+def test_welch_factor_no_file_when_a_group_is_empty(tmp_path: Path) -> None:
+    repo = _welch_repo(tmp_path)
+    assert solve({"query": _welch_factor([], ["temp_1", "temp_100"])}, repo) == (NOT_POSSIBLE, "no_file")
+    cold = [{"variable": "temp", "op": "eq", "value": "temp_1"}]
+    assert solve({"query": _welch_factor(cold, ["temp_1", "temp_10"])}, repo) == (NOT_POSSIBLE, "no_file")
+
+
+def test_welch_factor_too_few_rows_and_constant_input(tmp_path: Path) -> None:
+    repo = _write_repo(
+        tmp_path,
+        {
+            "li_2023-01-05/temp_1-001.csv": _csv([1.0]),
+            "li_2023-01-05/temp_10-002.csv": _csv([2.0, 2.0]),
+            "li_2023-01-05/temp_100-003.csv": _csv([3.0, 3.0, 3.0]),
+            "li_2023-02-01/temp_1-004.csv": _csv([1.0]),
+        },
+    )
+    one_run = [{"variable": "seq_number", "op": "in", "values": ["001", "002"]}]
+    assert solve({"query": _welch_factor(one_run, ["temp_1", "temp_10"])}, repo) == (NOT_POSSIBLE, "too_few_rows")
+    # Rows are pooled over a group's files: temp_1 has two rows (1.0 twice), constant like temp_100.
+    assert solve({"query": _welch_factor([], ["temp_1", "temp_100"])}, repo) == (NOT_POSSIBLE, "constant_input")

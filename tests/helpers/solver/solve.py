@@ -7,6 +7,7 @@ Statistics are computed here with exact-sum arithmetic (``math.fsum``) and scipy
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import math
@@ -187,6 +188,30 @@ def select_files(repo_dir: Path, query: dict[str, Any]) -> list[str]:
     return [path for path, rs in readings if any(meets_path_conditions(r, conditions) for r in rs)]
 
 
+def selected_readings(repo_dir: Path, query: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """The selected data files, each with its placeholder values (the reading that meets the conditions).
+
+    A file with several distinct readings meeting the conditions has no single value per placeholder,
+    which no documented question relies on: that is an error, not an answer.
+    """
+    conditions = query["path_conditions"]
+    readings = _all_readings(repo_dir, json.dumps(query["layout"], sort_keys=True))
+    out: list[tuple[str, dict[str, str]]] = []
+    for path, rs in readings:
+        meeting = [r for r in rs if meets_path_conditions(r, conditions)]
+        if not meeting:
+            continue
+        if len(meeting) > 1:
+            raise ValueError(f"{path!r} has several readings meeting the path conditions: {meeting}")
+        out.append((path, meeting[0]))
+    return out
+
+
+def layout_placeholders(layout: dict[str, Any]) -> list[str]:
+    """The placeholder names of ``layout``, in path order."""
+    return [name for names in layout["components"] for name in names]
+
+
 @functools.cache
 def _all_readings(repo_dir: Path, layout_json: str) -> tuple[tuple[str, list[dict[str, str]]], ...]:
     """Every data file with its readings under a layout (given as canonical JSON, for caching)."""
@@ -199,6 +224,82 @@ def _all_readings(repo_dir: Path, layout_json: str) -> tuple[tuple[str, list[dic
         assert (regex.fullmatch(path) is not None) == bool(readings), path
         out.append((path, readings))
     return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Ordering runs (``first_run``)
+
+ORDER_PLACEHOLDERS: tuple[str, ...] = ("date", "seq_number")
+# English month abbreviations of ``%b``, spelled out so that parsing never depends on the locale.
+MONTHS: dict[str, int] = {
+    name: i + 1
+    for i, name in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])
+}
+# The documented date formats: %Y-%m-%d, %Y%m%d, %Y_%m_%d (groups y, m, d) and %d%b%Y (groups d, b, y).
+_NUMERIC_DATE_RES: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(\d{4})-(\d{2})-(\d{2})"),
+    re.compile(r"(\d{4})(\d{2})(\d{2})"),
+    re.compile(r"(\d{4})_(\d{2})_(\d{2})"),
+)
+_DMY_DATE_RE = re.compile(r"(\d{1,2})([A-Za-z]{3})(\d{4})")
+_RUN_RE = re.compile(r"\D*(\d+)\D*")
+
+
+def parse_date(text: str) -> dt.date:
+    """The calendar date of a rendered ``date`` placeholder, in any of the documented formats."""
+    for regex in _NUMERIC_DATE_RES:
+        m = regex.fullmatch(text)
+        if m:
+            return dt.date(int(m[1]), int(m[2]), int(m[3]))
+    m = _DMY_DATE_RE.fullmatch(text)
+    if m and m[2].lower() in MONTHS:
+        return dt.date(int(m[3]), MONTHS[m[2].lower()], int(m[1]))
+    raise ValueError(f"not a date in a documented format: {text!r}")
+
+
+def parse_run(text: str) -> int:
+    """The run number of a rendered ``seq_number`` placeholder (``"003"`` -> 3)."""
+    m = _RUN_RE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a run number: {text!r}")
+    return int(m[1])
+
+
+def order_value(name: str, text: str) -> dt.date | int:
+    return parse_date(text) if name == "date" else parse_run(text)
+
+
+def strict_first(keys: dict[str, tuple[Any, ...]]) -> str | None:
+    """The path whose key is strictly below every other key; ``None`` on a tie for the smallest."""
+    ranked = sorted(keys.items(), key=lambda item: item[1])
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return None
+    return ranked[0][0]
+
+
+def first_run(repo_dir: Path, query: dict[str, Any]) -> str:
+    """The path of the first run among the selected files, named alike by both documented readings.
+
+    Reading A orders by (date, run number), reading B by (run number, date), over those of the two
+    placeholders the layout has.  Raises ``no_file`` on an empty selection and ``ambiguous_definition``
+    when a reading ties or the readings name different files.
+    """
+    files = selected_readings(repo_dir, query)
+    if not files:
+        raise Unanswerable("no_file")
+    present = [name for name in ORDER_PLACEHOLDERS if name in layout_placeholders(query["layout"])]
+    if not present:
+        raise ValueError("a first_run question needs a date or seq_number placeholder")
+    values = {path: {name: order_value(name, v[name]) for name in present} for path, v in files}
+    firsts = {
+        strict_first({path: tuple(vals[name] for name in reading) for path, vals in values.items()})
+        for reading in (present, present[::-1])
+    }
+    if len(firsts) != 1 or None in firsts:
+        raise Unanswerable("ambiguous_definition")
+    (first,) = firsts
+    assert first is not None
+    return first
 
 
 # --------------------------------------------------------------------------------------------
@@ -485,6 +586,46 @@ def _bivariate(table: Table, query: dict[str, Any], kind: str) -> tuple[float, f
     raise ValueError(f"unknown bivariate kind {kind!r}")
 
 
+def confounders(group1: Sequence[dict[str, str]], group2: Sequence[dict[str, str]], names: Sequence[str]) -> list[str]:
+    """The placeholders of ``names`` taking no value in group 1 that they take in group 2."""
+    return [n for n in names if {v[n] for v in group1}.isdisjoint(v[n] for v in group2)]
+
+
+def _group_values(repo_dir: Path, paths: Sequence[str], column: str) -> list[int | float]:
+    table = Table.pool([read_cached(repo_dir / p) for p in paths])
+    if not table.is_numeric(column):
+        raise ValueError(f"welch_factor column {column!r} is not numeric")  # not a documented query
+    return _values(table, column, range(table.n_rows))
+
+
+def welch_factor_p(repo_dir: Path, query: dict[str, Any]) -> float:
+    """Welch's p-value of ``columns[1]`` between the files whose ``factor`` is each of ``test.groups``.
+
+    Reasons in the documented order: ``no_file`` (a group has no file), ``confounded`` (another
+    placeholder, not ``date`` or ``seq_number``, has disjoint values in the two groups),
+    ``too_few_rows``, ``constant_input``.
+    """
+    factor, column = query["columns"]
+    assert factor == query["factor"], query
+    assert not query.get("row_conditions"), "welch_factor questions have no row conditions"
+    g1, g2 = query["test"]["groups"]
+    files = selected_readings(repo_dir, query)
+    group1 = [(p, v) for p, v in files if v.get(factor) == g1]
+    group2 = [(p, v) for p, v in files if v.get(factor) == g2]
+    if not group1 or not group2:
+        raise Unanswerable("no_file")
+    others = [n for n in layout_placeholders(query["layout"]) if n not in (factor, *ORDER_PLACEHOLDERS)]
+    if confounders([v for _, v in group1], [v for _, v in group2], others):
+        raise Unanswerable("confounded")
+    x = _group_values(repo_dir, [p for p, _ in group1], column)
+    y = _group_values(repo_dir, [p for p, _ in group2], column)
+    if len(x) < MIN_ROWS["welch"] or len(y) < MIN_ROWS["welch"]:
+        raise Unanswerable("too_few_rows")
+    if len(set(x)) < 2 and len(set(y)) < 2:
+        raise Unanswerable("constant_input")
+    return welch_p(x, y)
+
+
 def _solve(query: dict[str, Any], repo_dir: Path) -> Result:
     qtype = query["type"]
     if qtype == "readme":
@@ -508,7 +649,10 @@ def _solve(query: dict[str, Any], repo_dir: Path) -> Result:
     if qtype == "condition":
         return _count(len(select_files(repo_dir, query)), "no_file")
     if qtype == "count_rows":
-        table = load_selection(repo_dir, query)
+        if query.get("first_run"):
+            table = load_single(repo_dir, first_run(repo_dir, query))
+        else:
+            table = load_selection(repo_dir, query)
         return _count(len(selected_rows(table, query.get("row_conditions") or [])), "no_row")
     if qtype in ("univariate_single_file", "univariate_condition"):
         return _univariate_answer(load_selection(repo_dir, query), query)
@@ -517,7 +661,11 @@ def _solve(query: dict[str, Any], repo_dir: Path) -> Result:
         return stat, None
     if qtype == "bivariate_hypothesis":
         test = query["test"]
-        _, p = _bivariate(load_selection(repo_dir, query), query, test["name"])
+        p: float | None
+        if test["name"] == "welch_factor":
+            p = welch_factor_p(repo_dir, query)
+        else:
+            _, p = _bivariate(load_selection(repo_dir, query), query, test["name"])
         assert p is not None
         return ("yes" if p < test["alpha"] else "no"), None
     raise ValueError(f"unknown question type {qtype!r}")
