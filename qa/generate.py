@@ -349,11 +349,22 @@ class Generator:
         )
 
     def first_run(self, mask: np.ndarray[Any, Any]) -> int | None:
-        """The file that is the first run of the selection by date then run number *and* by run number then
-        date (docs/questions.md), or None when the two readings differ or either names no single file."""
+        """The first run of the selection (docs/questions.md): the file with the earliest date; among files of that
+        date, the lowest run number if they all belong to one group (the run number counts the runs of a group,
+        files that agree in every other placeholder). None when the files do not show which run came first."""
         rows = np.flatnonzero(mask)
-        named = {_first(rows, keys) for keys in (self.run_order, self.run_order[::-1])}
-        return named.pop() if len(named) == 1 else None
+        dates = self.run_order["date"][rows]
+        tied = rows[dates == dates.min()]
+        if tied.size == 1:
+            return int(tied[0])
+        if "seq_number" not in self.run_order:
+            return None
+        view = self.view
+        groups = [k for k, name in enumerate(view.placeholders) if name not in ("date", "seq_number")]
+        if any(np.unique(view.digits[tied, k]).size > 1 for k in groups):
+            return None  # same-day runs of different groups: their run numbers do not order them
+        runs = self.run_order["seq_number"][tied]
+        return int(tied[runs == runs.min()][0])  # one group, one date: run numbers differ
 
     def confounded(self, first: np.ndarray[Any, Any], second: np.ndarray[Any, Any], factor: str) -> bool:
         """Whether another factor or the researcher takes no value in one group of files that it takes in the
@@ -367,25 +378,19 @@ class Generator:
         return False
 
 
-def _run_order(view: RepoView) -> list[np.ndarray[Any, Any]]:
-    """Per placeholder that orders runs (date, then run number), each file's rank by that placeholder."""
-    keys: list[np.ndarray[Any, Any]] = []
+def _run_order(view: RepoView) -> dict[str, np.ndarray[Any, Any]]:
+    """Each file's rank by date and by run number (those of the two the layout has), or nothing where the layout
+    has no date: without one, run numbers that count within groups order no runs across groups."""
+    if "date" not in view.placeholders:
+        return {}
+    keys: dict[str, np.ndarray[Any, Any]] = {}
     for name in ("date", "seq_number"):
         if name in view.placeholders:
             k = view.placeholders.index(name)
             raw = view.tree.values[k]  # ISO dates or run numbers: both sort in the order runs were made
             rank = np.argsort(np.argsort(np.asarray([str(v) if name == "date" else int(v) for v in raw])))
-            keys.append(rank[view.digits[:, k]])
+            keys[name] = rank[view.digits[:, k]]
     return keys
-
-
-def _first(rows: np.ndarray[Any, Any], keys: list[np.ndarray[Any, Any]]) -> int | None:
-    """The one file of ``rows`` that comes first by ``keys`` (lexicographically), or None on a tie."""
-    tied = rows
-    for key in keys:
-        values = key[tied]
-        tied = tied[values == values.min()]
-    return int(tied[0]) if tied.size == 1 else None
 
 
 def first_sentence(text: str) -> str:

@@ -75,8 +75,12 @@ TESTS = {
         "the mean of `{b}` is the same in these two groups of files",
     ),
 }
-# Words for "the first run" of a selection: which file that is, the question leaves to the files.
-RUN_NOTE = "Each data file holds one run."
+# What "the first run" of a selection means; whether the files show which file that is, the question leaves to them.
+RUN_NOTE = "Each data file holds one run, and runs are ordered by their date."
+RUN_NUMBER_NOTE = (
+    " Run numbers count the runs of one group of files, those that agree in every other path field, so they order "
+    "runs of the same group on the same date only."
+)
 # A README whose title is hidden still starts with the repository's short name as a heading.
 TITLE_NOTE = (
     "A heading that only gives the repository's short name (lowercase words joined by hyphens) is not the title."
@@ -140,7 +144,7 @@ def not_possible_note(draft: Draft) -> str:
     factor = (draft.test or {}).get("name") == "welch_factor"
     if draft.first_run:
         cases.append("no data file meets the path conditions")
-        cases.append("those files do not show which of them is the first run")
+        cases.append("their dates (and run numbers) do not show which of them is the first run")
     elif t in ("count_rows", "univariate_single_file"):
         cases.append("there is no such file")
     elif t == "prefix":
@@ -242,6 +246,11 @@ def path_phrase(draft: Draft, readable: bool = False) -> str:
     return " and ".join(parts)
 
 
+def run_note(draft: Draft) -> str:
+    """How runs are ordered, for a question about the first run."""
+    return RUN_NOTE + (RUN_NUMBER_NOTE if "seq_number" in draft.spec.template.placeholders else "")
+
+
 def files_phrase(draft: Draft, readable: bool = False) -> str:
     """The files a question pools: those whose path meets its conditions, or all of them."""
     paths = path_phrase(draft, readable)
@@ -302,8 +311,8 @@ def templated(draft: Draft) -> str:
         )
     elif t == "count_rows" and draft.first_run:
         text = (
-            f"{RUN_NOTE} Among {files_phrase(draft)}, how many data rows (records, not counting any header line) "
-            f"does the first run contain{where}?"
+            f"{run_note(draft)} Among {files_phrase(draft)}, how many data rows (records, not counting any header "
+            f"line) does the first run contain{where}?"
         )
     elif t == "count_rows":
         text = f"How many data rows (records, not counting any header line) does the file {{path}} contain{where}?"
@@ -409,8 +418,8 @@ def _plain(draft: Draft) -> str:
         )
     if t == "count_rows" and draft.first_run:
         return (
-            f"Treating each data file as one run, how many records does the first run among "
-            f"{files_phrase(draft, readable=True)} hold{only}? Do not count any header line."
+            f"{run_note(draft)} How many records does the first run among {files_phrase(draft, readable=True)} "
+            f"hold{only}? Do not count any header line."
         )
     if t == "count_rows":
         return f"How many records are in {{path}}{only}? Do not count any header line."
@@ -459,7 +468,7 @@ def _restructured(draft: Draft) -> str:
         return "Look at the data files: what is their file extension (csv, json, jsonl, xlsx, txt or log)?"
     if t == "count_rows" and draft.first_run:
         return (
-            f"Select {files_phrase(draft, readable=True)}; each is one run. Take the first of these runs.{keep} "
+            f"Select {files_phrase(draft, readable=True)}. {run_note(draft)} Take the first of these runs.{keep} "
             "How many data rows remain (any header line excluded)?"
         )
     if t == "count_rows":
@@ -523,8 +532,8 @@ def _request(draft: Draft) -> str:
         )
     if t == "count_rows" and draft.first_run:
         return (
-            f"I'm checking the first run (one run per data file) among {files_phrase(draft, readable=True)}: how "
-            f"many data rows does it hold{only.rstrip(',')}? Any header line excluded."
+            f"I'm checking the first run among {files_phrase(draft, readable=True)}: how many data rows does it "
+            f"hold{only.rstrip(',')}? Any header line excluded. {run_note(draft)}"
         )
     if t == "count_rows":
         return (

@@ -394,7 +394,7 @@ def test_balance_measures() -> None:
     assert hypotheses.unanswerable_share == 0.25
 
 
-def test_reveals_tie_fires_when_every_ordering_placeholder_is_fixed() -> None:
+def test_reveals_tie_fires_when_the_date_is_fixed() -> None:
     layout = {"components": [["researcher"], ["date", "seq_number"]], "joiners": ["", "_"], "extension": "csv"}
 
     def first_run(qid: str, conditions: list[dict[str, object]]) -> Question:
@@ -402,16 +402,16 @@ def test_reveals_tie_fires_when_every_ordering_placeholder_is_fixed() -> None:
         return make(qid, "count_rows", "t", query=query)
 
     date = {"variable": "date", "op": "eq", "value": "20200101"}
-    run = {"variable": "seq_number", "op": "in", "values": ["01"]}
-    two_runs = {"variable": "seq_number", "op": "in", "values": ["01", "02"]}
+    one_date = {"variable": "date", "op": "in", "values": ["20200101"]}
+    two_dates = {"variable": "date", "op": "in", "values": ["20200101", "20200102"]}
+    run = {"variable": "seq_number", "op": "eq", "value": "01"}
     questions = [
-        first_run("1-count_rows-1", [date, run]),  # both fixed: the selected files tie
-        first_run("1-count_rows-2", [date, two_runs]),  # the run number still orders them
-        first_run("1-count_rows-3", [date]),
+        first_run("1-count_rows-1", [date]),
+        first_run("1-count_rows-2", [one_date, run]),
+        first_run("1-count_rows-3", [two_dates]),
+        first_run("1-count_rows-4", [run]),
     ]
-    assert [f.id for f in audit.reveals_tie(questions)] == ["1-count_rows-1"]
-    layout["components"] = [["researcher"], ["date"]]
-    assert [f.id for f in audit.reveals_tie(questions)] == ["1-count_rows-1", "1-count_rows-2", "1-count_rows-3"]
+    assert [f.id for f in audit.reveals_tie(questions)] == ["1-count_rows-1", "1-count_rows-2"]
 
 
 def test_criteria() -> None:

@@ -436,7 +436,7 @@ def test_first_run_parse_dates_every_documented_format() -> None:
         solver_module.parse_date("04Foo2023")
 
 
-def test_first_run_answerable_when_both_readings_agree(tmp_path: Path) -> None:
+def test_first_run_is_the_earliest_date(tmp_path: Path) -> None:
     repo = _write_repo(
         tmp_path,
         {
@@ -457,58 +457,51 @@ def test_first_run_answerable_when_both_readings_agree(tmp_path: Path) -> None:
     assert solve({"query": _first_run(li, big, FIRST_RUN_LAYOUT)}, repo) == (NOT_POSSIBLE, "no_row")
 
 
-def test_first_run_ambiguous_when_readings_disagree(tmp_path: Path) -> None:
+def test_first_run_run_numbers_never_order_runs_of_different_groups(tmp_path: Path) -> None:
     repo = _write_repo(
         tmp_path,
         {
-            "kato/20230105-002.csv": _csv([1, 2, 3, 4, 5]),  # first by date
-            "li/20230210-001.csv": _csv([1, 2, 3]),  # first by run number
+            "kato/20230105-002.csv": _csv([1, 2, 3, 4, 5]),  # the earliest date decides
+            "li/20230210-001.csv": _csv([1, 2, 3]),  # a lower run number, but of another group
         },
     )
     everyone = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
-    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (
-        NOT_POSSIBLE,
-        "ambiguous_definition",
-    )
-    # ambiguous_definition is decided before no_row.
-    none = [{"column": "v", "op": "gt", "value": 99.0}]
-    assert solve({"query": _first_run(everyone, none, FIRST_RUN_LAYOUT)}, repo) == (
-        NOT_POSSIBLE,
-        "ambiguous_definition",
-    )
-    kato = [{"variable": "researcher", "op": "eq", "value": "kato"}]
-    assert solve({"query": _first_run(kato, [], FIRST_RUN_LAYOUT)}, repo) == (5, None)
+    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (5, None)
 
 
-def test_first_run_ambiguous_when_two_files_tie(tmp_path: Path) -> None:
+def test_first_run_same_day_runs(tmp_path: Path) -> None:
     repo = _write_repo(
         tmp_path,
         {
-            "kato/20230105-001.csv": _csv([1, 2, 3, 4, 5]),
-            "li/20230105-001.csv": _csv([1, 2, 3]),  # same date and run number: a tie
+            "kato/20230105-002.csv": _csv([1, 2, 3, 4, 5]),
+            "kato/20230105-001.csv": _csv([1, 2, 3, 4]),  # same group, same day: the lower run number is first
+            "li/20230105-001.csv": _csv([1, 2, 3]),  # another group on that day: nothing orders it
             "li/20230301-002.csv": _csv([1, 2]),
         },
     )
+    kato = [{"variable": "researcher", "op": "eq", "value": "kato"}]
+    assert solve({"query": _first_run(kato, [], FIRST_RUN_LAYOUT)}, repo) == (4, None)
     everyone = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
-    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == (
-        NOT_POSSIBLE,
-        "ambiguous_definition",
-    )
+    ambiguous = (NOT_POSSIBLE, "ambiguous_definition")
+    assert solve({"query": _first_run(everyone, [], FIRST_RUN_LAYOUT)}, repo) == ambiguous
+    # ambiguous_definition is decided before no_row.
+    none = [{"column": "v", "op": "gt", "value": 99.0}]
+    assert solve({"query": _first_run(everyone, none, FIRST_RUN_LAYOUT)}, repo) == ambiguous
     li = [{"variable": "researcher", "op": "eq", "value": "li"}]
     assert solve({"query": _first_run(li, [], FIRST_RUN_LAYOUT)}, repo) == (3, None)
 
 
-def test_first_run_single_ordering_placeholder(tmp_path: Path) -> None:
+def test_first_run_needs_a_date_and_compares_calendar_dates(tmp_path: Path) -> None:
     seq_layout: dict[str, Any] = {
         "components": [["researcher"], ["seq_number"]],
         "joiners": ["_", "_"],
         "extension": "csv",
-        "rendered": {"researcher": ["kato", "li"], "seq_number": ["002", "010", "011"]},
+        "rendered": {"researcher": ["kato", "li"], "seq_number": ["002", "010"]},
     }
     date_layout: dict[str, Any] = {
         "components": [["date"], ["researcher"]],
         "joiners": ["_", "_"],
-        "extension": "csv",
+        "extension": "txt",
         "rendered": {"date": ["20Dec2023", "10Jan2024"], "researcher": ["kato", "li"]},
     }
     repo = _write_repo(
@@ -516,19 +509,19 @@ def test_first_run_single_ordering_placeholder(tmp_path: Path) -> None:
         {
             "kato/010.csv": _csv([1, 2, 3, 4]),
             "li/002.csv": _csv([1, 2]),
-            "li/011.csv": _csv([1]),
-            "kato/011.csv": _csv([1, 2, 3]),
             "10Jan2024/kato.txt": "v\n1\n",  # a second tree, read with the date-only layout
             "20Dec2023/li.txt": "v\n1\n2\n3\n4\n5\n6\n",
+            "20Dec2023/kato.txt": "v\n1\n",
         },
     )
     both = [{"variable": "researcher", "op": "in", "values": ["kato", "li"]}]
-    assert solve({"query": _first_run(both, [], seq_layout)}, repo) == (2, None)
-    tie = [{"variable": "seq_number", "op": "eq", "value": "011"}]
-    assert solve({"query": _first_run(tie, [], seq_layout)}, repo) == (NOT_POSSIBLE, "ambiguous_definition")
-    date_layout_txt = {**date_layout, "extension": "txt"}
+    with pytest.raises(ValueError, match="date"):
+        solve({"query": _first_run(both, [], seq_layout)}, repo)
+    li = [{"variable": "researcher", "op": "eq", "value": "li"}]
     # Calendar order, not text order: 20Dec2023 is before 10Jan2024.
-    assert solve({"query": _first_run(both, [], date_layout_txt)}, repo) == (6, None)
+    assert solve({"query": _first_run(li, [], date_layout)}, repo) == (6, None)
+    # Two researchers on the earliest date and no run number: nothing orders them.
+    assert solve({"query": _first_run(both, [], date_layout)}, repo) == (NOT_POSSIBLE, "ambiguous_definition")
 
 
 def test_first_run_no_file(tmp_path: Path) -> None:

@@ -265,10 +265,6 @@ def parse_run(text: str) -> int:
     return int(m[1])
 
 
-def order_value(name: str, text: str) -> dt.date | int:
-    return parse_date(text) if name == "date" else parse_run(text)
-
-
 def strict_first(keys: dict[str, tuple[Any, ...]]) -> str | None:
     """The path whose key is strictly below every other key; ``None`` on a tie for the smallest."""
     ranked = sorted(keys.items(), key=lambda item: item[1])
@@ -278,28 +274,31 @@ def strict_first(keys: dict[str, tuple[Any, ...]]) -> str | None:
 
 
 def first_run(repo_dir: Path, query: dict[str, Any]) -> str:
-    """The path of the first run among the selected files, named alike by both documented readings.
-
-    Reading A orders by (date, run number), reading B by (run number, date), over those of the two
-    placeholders the layout has.  Raises ``no_file`` on an empty selection and ``ambiguous_definition``
-    when a reading ties or the readings name different files.
+    """The path of the first run among the selected files (docs/questions.md): the one file with the earliest
+    date; among several files of that date, the lowest run number if they form one group (agree in every
+    placeholder but ``date`` and ``seq_number``). Raises ``no_file`` on an empty selection and
+    ``ambiguous_definition`` when the dates and run numbers do not single out one file.
     """
     files = selected_readings(repo_dir, query)
     if not files:
         raise Unanswerable("no_file")
-    present = [name for name in ORDER_PLACEHOLDERS if name in layout_placeholders(query["layout"])]
-    if not present:
-        raise ValueError("a first_run question needs a date or seq_number placeholder")
-    values = {path: {name: order_value(name, v[name]) for name in present} for path, v in files}
-    firsts = {
-        strict_first({path: tuple(vals[name] for name in reading) for path, vals in values.items()})
-        for reading in (present, present[::-1])
-    }
-    if len(firsts) != 1 or None in firsts:
+    names = layout_placeholders(query["layout"])
+    if "date" not in names:
+        raise ValueError("a first_run question needs a date placeholder")
+    earliest = min(parse_date(v["date"]) for _, v in files)
+    same_day = [(p, v) for p, v in files if parse_date(v["date"]) == earliest]
+    if len(same_day) == 1:
+        return same_day[0][0]
+    group_fields = [n for n in names if n not in ORDER_PLACEHOLDERS]
+    one_group = len({tuple(v[n] for n in group_fields) for _, v in same_day}) == 1
+    if "seq_number" not in names or not one_group:
         raise Unanswerable("ambiguous_definition")
-    (first,) = firsts
-    assert first is not None
-    return first
+    runs = {p: parse_run(v["seq_number"]) for p, v in same_day}
+    return strict_first({p: (r,) for p, r in runs.items()}) or _tie(runs)
+
+
+def _tie(runs: dict[str, int]) -> str:
+    raise ValueError(f"two files of one group and one date share a run number: {runs}")  # paths are unique
 
 
 # --------------------------------------------------------------------------------------------
