@@ -66,6 +66,7 @@ class Generator:
         self.strict = True  # while true, a hypothesis question must give the answer it was drawn to give
         self.relations = _relations(self.spec)
         self.run_order = _run_order(self.view)
+        self.factors = _factors(self.view)
 
     # -- the whole set for one repository --------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -647,7 +648,7 @@ def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -
     names = ["pearson", "spearman"] + (["chi2"] if len(categorical) >= 2 and not hypothesis else [])
     if hypothesis and categorical:
         names.append("welch")
-    if hypothesis and reason in (None, "confounded") and _factors(g):
+    if hypothesis and reason is None and g.factors:
         names.append("welch_factor")
     if reason == "confounded":
         names = ["welch_factor"]
@@ -763,7 +764,7 @@ def _pairs(
     if name == "welch_factor":
         return [
             (factor, v.column)
-            for factor in _factors(g)
+            for factor in g.factors
             for v in numeric
             if _related(g.relations, factor, v.column) == related
         ]
@@ -776,14 +777,10 @@ def _pairs(
     return [pair for pair in pairs if _related(g.relations, *pair) == related]
 
 
-def _factors(g: Generator) -> list[str]:
+def _factors(view: RepoView) -> list[str]:
     """Path variables with at least two values in the repository's files: the experimental factors."""
-    out = []
-    for pv in g.spec.path_variables:
-        k = g.view.placeholders.index(pv.column)
-        if np.unique(g.view.digits[:, k]).size >= 2:
-            out.append(pv.column)
-    return out
+    names = [pv.column for pv in view.spec.path_variables]
+    return [n for n in names if np.unique(view.digits[:, view.placeholders.index(n)]).size >= 2]
 
 
 def _factor_test(g: Generator, rs: Stream, reason: str | None, want_yes: bool | None) -> Built:
@@ -791,10 +788,10 @@ def _factor_test(g: Generator, rs: Stream, reason: str | None, want_yes: bool | 
     one value of the factor and those with another; not possible when the design confounds the two groups with
     another factor or the researcher (``confounded``). Draws selections until the design gives the wanted case."""
     view = g.view
-    if not _factors(g) or not g.numeric_columns():
+    if not g.factors or not g.numeric_columns():
         raise Retry
     if want_yes is None:
-        factor, column = rs.pick(_factors(g)), rs.pick(g.numeric_columns()).column
+        factor, column = rs.pick(g.factors), rs.pick(g.numeric_columns()).column
     else:
         factor, column = rs.pick(_pairs(g, "welch_factor", g.numeric_columns(), [], related=want_yes))
     kf = view.placeholders.index(factor)

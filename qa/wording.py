@@ -141,7 +141,7 @@ def not_possible_note(draft: Draft) -> str:
     if t == "abstract":
         return f" If there is no README, or the README has no abstract, answer {NOT_POSSIBLE_TEXT}."
     cases: list[str] = []
-    factor = (draft.test or {}).get("name") == "welch_factor"
+    factor = _is_factor(draft)
     if draft.first_run:
         cases.append("no data file meets the path conditions")
         cases.append("their dates (and run numbers) do not show which of them is the first run")
@@ -194,7 +194,7 @@ def not_possible_note(draft: Draft) -> str:
 def layout_note(draft: Draft) -> str:
     """Where the repository does not show the path layout (it has no README), a question with path conditions
     states it, so that every placeholder it names can be found in the paths."""
-    factor = (draft.test or {}).get("name") == "welch_factor"
+    factor = _is_factor(draft)
     if draft.spec.readme.present or not (draft.path_conditions or draft.first_run or factor):
         return ""
     meanings: list[str] = []

@@ -1032,6 +1032,14 @@ def test_cli_table_and_paraphrases(tmp_path: Path) -> None:
     assert json.loads(piped.stdout) == summary
 
 
+def _run_cli(capsys: pytest.CaptureFixture[str], args: tuple[str, ...], subprocess_run: bool) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``sgfs ARGS``, in a subprocess or in this process."""
+    if subprocess_run:
+        result = sgfs(*args)
+        return result.returncode, result.stdout, result.stderr
+    return sgfs_in_process(capsys, *args)
+
+
 @pytest.mark.parametrize(
     ("content", "message", "subprocess_run"),
     [
@@ -1056,11 +1064,7 @@ def test_cli_malformed_questions_file(
     else:
         qfile.write_text(content)
     args = ("grade", "--questions", str(qfile), "--answers", str(afile))
-    if subprocess_run:
-        result = sgfs(*args)
-        code, out, err = result.returncode, result.stdout, result.stderr
-    else:
-        code, out, err = sgfs_in_process(capsys, *args)
+    code, out, err = _run_cli(capsys, args, subprocess_run)
     assert code == 2
     assert out == ""
     lines = err.splitlines()
@@ -1093,11 +1097,7 @@ def test_cli_malformed_answer_lines(
     bad = content if isinstance(content, bytes) else content.encode()
     afile.write_bytes(bad + good)
     args = ("grade", "--questions", str(qfile), "--answers", str(afile), "--json")
-    if subprocess_run:
-        result = sgfs(*args)
-        code, out, err = result.returncode, result.stdout, result.stderr
-    else:
-        code, out, err = sgfs_in_process(capsys, *args)
+    code, out, err = _run_cli(capsys, args, subprocess_run)
     assert code == 0, err
     summary = json.loads(out)
     assert summary["answers"] == 1 and summary["correct"] == 1 and summary["missing"] == [README_YES["id"]]
@@ -1106,11 +1106,7 @@ def test_cli_malformed_answer_lines(
     assert len(warnings) == 1 and warnings[0].startswith("sgfs: warning: ") and message in warnings[0], err
 
     afile.write_bytes(bad)  # nothing readable: an error, after the line's own report
-    if subprocess_run:
-        result = sgfs(*args)
-        code, out, err = result.returncode, result.stdout, result.stderr
-    else:
-        code, out, err = sgfs_in_process(capsys, *args)
+    code, out, err = _run_cli(capsys, args, subprocess_run)
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert len(lines) == 2 and message in lines[0], err

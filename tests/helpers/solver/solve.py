@@ -293,12 +293,11 @@ def first_run(repo_dir: Path, query: dict[str, Any]) -> str:
     one_group = len({tuple(v[n] for n in group_fields) for _, v in same_day}) == 1
     if "seq_number" not in names or not one_group:
         raise Unanswerable("ambiguous_definition")
-    runs = {p: parse_run(v["seq_number"]) for p, v in same_day}
-    return strict_first({p: (r,) for p, r in runs.items()}) or _tie(runs)
-
-
-def _tie(runs: dict[str, int]) -> str:
-    raise ValueError(f"two files of one group and one date share a run number: {runs}")  # paths are unique
+    runs = {p: (parse_run(v["seq_number"]),) for p, v in same_day}
+    first = strict_first(runs)
+    if first is None:  # one group and one date: only the run number tells paths apart
+        raise ValueError(f"two files of one group and one date share a run number: {runs}")
+    return first
 
 
 # --------------------------------------------------------------------------------------------
