@@ -1,4 +1,4 @@
-"""Loaders for the data shipped in ``generators/data``: taxonomy, variable vocabularies, names.
+"""Loaders for the data shipped in ``generators/data``: taxonomy and names (study designs: ``generators.designs``).
 
 Files are read once, in sorted file-name order, and validated; the order of every list is the order in
 the files, so sampling from them is stable across machines.
@@ -51,12 +51,6 @@ def taxonomy() -> tuple[Field, ...]:
         )
         fields.append(Field(data["field"], slug, domains))
     return tuple(fields)
-
-
-@cache
-def vocabularies() -> dict[str, dict[str, Any]]:
-    """Variable vocabulary per field slug (see docs/generation.md for the schema)."""
-    return dict(_json_files("vocab"))
 
 
 @cache

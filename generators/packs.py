@@ -35,7 +35,7 @@ import xxhash
 from generators.builders.procedural import build_spec
 from generators.keys import Key
 from generators.repository import MAX_SEED, PathNotFound, Repository
-from generators.spec import Spec, SpecError, from_json
+from generators.spec import GENERATOR_VERSION, Spec, SpecError, from_json
 
 PACK_FORMAT = "sgfs-spec-pack"
 PACK_VERSION = 1
@@ -141,7 +141,14 @@ class SpecPack:
             with _transaction(db):
                 for statement in _SCHEMA:
                     db.execute(statement)
-                values = {"format": PACK_FORMAT, "format_version": PACK_VERSION, **metadata}
+                # The generator's version is recorded (its specs record it too); a pack's repositories follow from
+                # its specs, so a pack of another generator version is still served as written.
+                values = {
+                    "format": PACK_FORMAT,
+                    "format_version": PACK_VERSION,
+                    "generator_version": GENERATOR_VERSION,
+                    **metadata,
+                }
                 db.executemany(
                     "INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v, sort_keys=True)) for k, v in values.items()]
                 )

@@ -332,6 +332,8 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
         np.clip(raw, step.low, step.high, out=raw)
     else:
         raw = np.clip(np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15), step.low, step.high)
+    if variable.decimals is not None:  # the instrument's precision, before the significant digits
+        np.round(raw, variable.decimals, out=raw)
     raw += 0.0  # no -0.0
     # The text is the value to `digits` significant figures; the value is that text parsed back, so
     # what every encoder writes and what the statistics see are the same double by construction.

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from generators import Repository, expr
-from generators.data_files import taxonomy, vocabularies
+from generators.data_files import taxonomy
+from generators.designs import Design, designs
 from generators.paths import render_number
 from generators.rng import Stream, root_stream
 from generators.spec import EXTENSIONS, Spec, Variable
@@ -134,6 +135,8 @@ class Generator:
             evidence=built.evidence,
             query=query,
             paraphrases=self.paraphraser.paraphrase(draft),
+            prior=_prior(self.spec, query),
+            counterfactual=bool(self.spec.counterfactual),
         )
 
     # -- fixed questions -------------------------------------------------------------------------
@@ -327,27 +330,15 @@ class Generator:
         raise Retry
 
     def unmeasured_variable(self, rs: Stream) -> Variable:
-        """A variable this field measures elsewhere that this repository did not record (no file has it)."""
+        """A numeric variable that studies of this subdomain measure (its study design; else the sister
+        subdomains' designs) and that this repository did not record (no file has it)."""
         present = {v.column for v in self.spec.variables} | {v.name for v in self.spec.variables}
         present |= set(self.view.placeholders) | {pv.column for pv in self.spec.path_variables}
-        pool = _field_vocabulary(self.spec)
-        entries = [
-            (kind, entry)
-            for kind in ("continuous", "integer", "outcomes")
-            for entry in pool.get(kind, [])
-            if entry["column"] not in present and entry["name"] not in present
-        ]
-        if not entries:
-            raise Retry
-        kind, entry = rs.pick(entries)
-        return Variable(
-            entry["name"],
-            entry["column"],
-            "unmeasured",
-            "integer" if kind == "integer" else "continuous",
-            entry["description"],
-            unit=entry.get("unit", ""),
-        )
+        for pool in _unmeasured_pools(self.spec):
+            entries = [v for v in pool if v.column not in present and v.name not in present]
+            if entries:
+                return rs.pick(entries)
+        raise Retry
 
     def first_run(self, mask: np.ndarray[Any, Any]) -> int | None:
         """The first run of the selection (docs/questions.md): the file with the earliest date; among files of that
@@ -429,11 +420,48 @@ def _related(relations: dict[str, set[str]], a: str, b: str) -> bool:
     return a in second or b in first or bool(first & second)
 
 
-def _field_vocabulary(spec: Spec) -> dict[str, Any]:
+def _prior(spec: Spec, query: dict[str, Any]) -> str | None:
+    """Whether a question over two columns tests a relation of the design that the data follow
+    ("consistent") or that the counterfactual world turned around ("violating"); None for other questions."""
+    columns = query.get("columns")
+    if query.get("type") not in ("bivariate_statistic", "bivariate_hypothesis") or not isinstance(columns, list):
+        return None
+    a, b = (str(c) for c in columns[:2])
+    flipped = {(f.outcome, f.cause) for f in spec.counterfactual}
+    for outcome, cause in ((a, b), (b, a)):
+        try:
+            variable = spec.variable(outcome)
+        except KeyError:
+            continue
+        if variable.expression is not None and cause in expr.names_used(expr.parse(variable.expression)):
+            return "violating" if (outcome, cause) in flipped else "consistent"
+    return None
+
+
+def _unmeasured_pools(spec: Spec) -> list[list[Variable]]:
+    """Candidates for a variable the repository did not record, nearest first: the numeric measures and
+    outcomes of its subdomain's study design, then those of the other subdomains of its domain. A spec of a
+    context without designs (an edited spec file) has none."""
+    own = designs().get((spec.context.field, spec.context.subdomain))
+    sisters: list[Design] = []
     for field_ in taxonomy():
-        if field_.name == spec.context.field:
-            return vocabularies().get(field_.slug, {})
-    return {}
+        if field_.name != spec.context.field:
+            continue
+        for domain in field_.domains:
+            if domain.name == spec.context.domain:
+                sisters = [d for s in domain.subdomains if (d := designs().get((field_.name, s.name))) is not None]
+    return [_numeric_of(own) if own is not None else [], [v for d in sisters if d is not own for v in _numeric_of(d)]]
+
+
+def _numeric_of(design: Design) -> list[Variable]:
+    out = [
+        Variable(m.name, m.column, "unmeasured", m.type, m.description, unit=m.unit)
+        for m in design.measures
+        if m.type != "categorical"
+    ]
+    return out + [
+        Variable(o.name, o.column, "unmeasured", "continuous", o.description, unit=o.unit) for o in design.outcomes
+    ]
 
 
 def _sig(value: float, digits: int = 4) -> float:

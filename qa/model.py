@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
+from generators.spec import GENERATOR_VERSION
+
 NOT_POSSIBLE = "not possible"
 # The version of what a question means and how it is graded. Bumped whenever either changes (2: balanced answers,
 # scientific unanswerability, explicit empty-result wording, the stricter grader of issue 23; 3: "first run" and
@@ -67,6 +69,13 @@ class Question:
     evidence: list[str]
     query: dict[str, Any]
     paraphrases: list[str] = field(default_factory=list)
+    # The generator that made the repository (generators.spec.GENERATOR_VERSION): answers hold for its bytes only.
+    generator_version: int = GENERATOR_VERSION
+    # For a question about a relation of the study design (a hypothesis or statistic over a cause and its
+    # outcome): "consistent" when the data follow the design's expected direction, "violating" when the
+    # counterfactual world turned it around (spec.counterfactual); None for every other question.
+    prior: str | None = None
+    counterfactual: bool = False  # made in the counterfactual world (--counterfactual): only its mount answers
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

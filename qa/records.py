@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from generators.spec import GENERATOR_VERSION
 from qa.grading import TEMPLATE, VARIANTS, GradedQuestion, GradingInputError, parse_question
 from qa.model import Json, Question
 
@@ -103,6 +104,16 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
     paraphrases = _strings(obj.get("paraphrases") or [])
     if paraphrases is None:
         raise _invalid(where, "paraphrases")
+    # Records written before the generator version was recorded were made by generator 3.
+    generator = obj.get("generator_version", 3)
+    if not isinstance(generator, int) or isinstance(generator, bool):
+        raise _invalid(where, "generator_version")
+    prior = obj.get("prior")
+    if prior not in (None, "consistent", "violating"):
+        raise _invalid(where, "prior")
+    counterfactual = obj.get("counterfactual", False)
+    if not isinstance(counterfactual, bool):
+        raise _invalid(where, "counterfactual")
     return Question(
         id=graded.id,
         seed=seed,
@@ -119,6 +130,9 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
         evidence=evidence,
         query=query,
         paraphrases=paraphrases,
+        generator_version=generator,
+        prior=prior if isinstance(prior, str) else None,
+        counterfactual=counterfactual,
     )
 
 
@@ -275,17 +289,37 @@ class QuestionSource:
     unanswerable: float
 
 
+def check_generated_for(records: Sequence[QuestionRecord], source: str, counterfactual: bool) -> None:
+    """Questions read from a file hold for the repositories of the generator and the world that made them: refuse
+    them (one QuestionsError) when this sgfs would serve other repositories."""
+    for record in records:
+        made = record.question.generator_version
+        if made != GENERATOR_VERSION:
+            raise QuestionsError(
+                f"{source}: question {record.id} was made by generator version {made}; this sgfs generates version "
+                f"{GENERATOR_VERSION}, whose repositories differ (make the questions again with sgfs qa)"
+            )
+        if record.question.counterfactual != counterfactual:
+            world = "the counterfactual world" if record.question.counterfactual else "the plain world"
+            raise QuestionsError(
+                f"{source}: question {record.id} was made in {world}: "
+                + ("add --counterfactual" if record.question.counterfactual else "drop --counterfactual")
+            )
+
+
 def load_asked_questions(
     source: QuestionSource,
     variant: str,
     repository_for: Callable[[int], Repository],
     on_repository: Callable[[], None] | None = None,
+    counterfactual: bool = False,
 ) -> list[AskedQuestion]:
     """The (question, variant) pairs of a run, in order: ``variant`` is checked first, then the questions are
     read or generated (``repository_for`` makes each seed's repository)."""
     variants = variants_of(variant)
     if source.questions_file is not None:
         records = read_question_file(source.questions_file)
+        check_generated_for(records, source.questions_file, counterfactual)
     else:
         from qa.generate import Options
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from generators.builders.text import data_topic, lower_name
 from generators.repository import layout_template
 from generators.spec import Spec, Variable
 
@@ -397,12 +398,18 @@ def _readable_column(draft: Draft, i: int = 0) -> str:
     return _column_name(draft, draft.columns[i], readable=True)
 
 
+def _topic(draft: Draft) -> str:
+    """The repository's data as a noun phrase: the study design's topic ("catalyst screening"), else the
+    subdomain inside a sentence."""
+    return data_topic(draft.spec.context.topic or lower_name(draft.spec.context.subdomain))
+
+
 def _plain(draft: Draft) -> str:
     t = draft.type
     rows = row_phrase(draft, readable=True)
     only = f", counting only rows where {rows}" if rows else ""
     paths = path_phrase(draft, readable=True)
-    area = draft.spec.context.subdomain.lower()
+    area = _topic(draft)
     if t == "readme":
         return "Is there a README file in the root folder of this dataset? Reply yes or no."
     if t == "title":
@@ -515,7 +522,7 @@ def _request(draft: Draft) -> str:
     rows = row_phrase(draft, readable=True)
     only = f", restricted to rows where {rows}," if rows else ""
     paths = path_phrase(draft, readable=True)
-    project = draft.spec.context.subdomain.lower()
+    project = _topic(draft)
     if t == "readme":
         return f"Before I start on this {project} dataset: does it ship a README at the top level? Yes or no."
     if t == "title":

@@ -1,10 +1,12 @@
 """The embedded default spec builder: a realistic research project from a seed, with no LLM.
 
-Steps (paper §3.1): scientific context from the taxonomy; variables from the field's vocabulary; a path
-template; dependent variables written in the expression language with relationships of several shapes,
-calibrated on a reference sample so that every term moves the outcome by a share of its typical spread;
-finally the texts (title, description, abstract) that name those variables and state hypotheses whose
-directions follow the coefficients actually used.
+Steps (paper §3.1): scientific context from the taxonomy; the subdomain's study design
+(``generators.designs``) gives the experimental factors (path variables), the measured covariates and the
+outcomes with the expected direction of each of their causes; a path template; dependent variables written in
+the expression language with relationships of several shapes whose directions follow the design (or, in a
+counterfactual world, run against it for some relations), calibrated on a reference sample so that every term
+moves the outcome by a share of its typical spread; finally the texts (title, description, abstract) that name
+those variables and state the design's hypotheses.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import numpy as np
 
 from generators import expr
 from generators.builders import text
-from generators.data_files import Field, names, taxonomy, vocabularies
+from generators.data_files import Field, names, taxonomy
+from generators.designs import Design, Factor, Measure, Outcome, designs
 from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
@@ -25,12 +28,14 @@ from generators.spec import (
     VALUE_STYLES,
     Context,
     Distribution,
+    Flip,
     Params,
     PathTemplate,
     PathVariable,
     Readme,
     Spec,
     Variable,
+    World,
     expression_scope,
     validate,
 )
@@ -56,18 +61,23 @@ class _Input:
 class _Term:
     source: str  # label of the driving input
     code: str  # expression text, starting with " + " or " - "
-    direction: int  # +1 increases, -1 decreases, 0 categorical / non-monotone
+    direction: int  # the design's expected direction: +1 increases, -1 decreases, 0 categorical / optimum
     shape: str
     outcome: str = ""
+    cause: str = ""  # the driving column or placeholder ("" for an interaction)
+    nuisance: bool = False  # researcher, date or run number: a confounder, not a hypothesis
 
 
-def build_spec(seed: int, params: Params | None = None, universe: str = "") -> Spec:
+def build_spec(seed: int, params: Params | None = None, universe: str = "", world: World | None = None) -> Spec:
     """The procedural spec of repository ``seed``; with ``universe`` (the seed's salt under a key,
-    ``generators.keys.Key.salt``) that of the keyed universe."""
+    ``generators.keys.Key.salt``) that of the keyed universe; ``world`` departs from the plain study
+    (``World.counterfactual``: the same repository, with some relations against the design)."""
     params = params or Params()
+    world = world or World()
     rs = root_stream(seed, universe, "spec")
     context, field = _context(rs.child("context"))
-    vocab = vocabularies()[field.slug]
+    design = designs()[(field.name, context.subdomain)]
+    context = replace(context, topic=design.topic, record=design.record)
     extension = rs.child("extension").pick(EXTENSIONS)
     start = date(2015, 1, 1) + timedelta(days=rs.child("start").randint(0, 3650))
 
@@ -76,10 +86,10 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "") -> S
     sizes = _component_sizes(placement)
     total = sum(sizes)
     specials = specials[: max(0, total - 1)]  # at least one experimental condition in every path
-    conditions = placement.sample(vocab["conditions"], min(total - len(specials), len(vocab["conditions"])))
-    sizes = _fit_sizes(sizes, len(specials) + len(conditions))
-    path_variables = tuple(_path_variable(c, rs.child("levels", c["column"])) for c in conditions)
-    order = _placeholder_order(specials, [c["column"] for c in conditions], placement)
+    factors = placement.sample(list(design.factors), min(total - len(specials), len(design.factors)))
+    sizes = _fit_sizes(sizes, len(specials) + len(factors))
+    path_variables = tuple(_path_variable(f, rs.child("levels", f.column)) for f in factors)
+    order = _placeholder_order(specials, [f.column for f in factors], placement)
     components: list[tuple[str, ...]] = []
     for size in sizes:
         components.append(tuple(order[:size]))
@@ -114,9 +124,17 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "") -> S
         params=params,
         universe=universe,
     )
-    variables, terms = _variables(base, vocab, rs.child("variables"))
+    variables, terms = _variables(base, design, {}, rs.child("variables"))
+    if world.counterfactual:  # the same draws again, with some of the relations present turned around
+        flips = _flips(terms, rs.child("counterfactual"))
+        variables, terms = _variables(base, design, flips, rs.child("variables"))
+    else:
+        flips = {}
     spec = replace(base, variables=tuple(variables))
-    spec = replace(spec, project=text.project(spec, terms, rs.child("text")))
+    applied = tuple(
+        Flip(t.outcome, t.cause, t.direction) for t in terms if (t.outcome, t.cause) in flips and not t.nuisance
+    )
+    spec = replace(spec, project=text.project(spec, terms, rs.child("text")), counterfactual=applied)
     validate(spec)
     return spec
 
@@ -155,14 +173,15 @@ def _placeholder_order(specials: list[str], conditions: list[str], rs: Stream) -
     return [name for _, name in sorted(ranked)]
 
 
-def _path_variable(condition: dict[str, Any], rs: Stream) -> PathVariable:
-    values = list(condition["values"])
-    k = rs.randint(2, min(6, len(values)))
-    chosen = sorted(rs.sample(list(range(len(values))), k))  # keep the vocabulary's natural order
-    picked = [values[i] for i in chosen]
+def _path_variable(factor: Factor, rs: Stream) -> PathVariable:
+    k = rs.randint(2, min(6, len(factor.values)))
+    chosen = sorted(rs.sample(list(range(len(factor.values))), k))  # keep the design's natural order
     typed: tuple[str, ...] | tuple[float, ...]
-    typed = tuple(str(v) for v in picked) if isinstance(picked[0], str) else tuple(float(v) for v in picked)
-    return PathVariable(condition["name"], condition["column"], condition["description"], condition["unit"], typed)
+    if isinstance(factor.values[0], str):
+        typed = tuple(str(factor.values[i]) for i in chosen)
+    else:
+        typed = tuple(float(factor.values[i]) for i in chosen)
+    return PathVariable(factor.name, factor.column, factor.description, factor.unit, typed)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
@@ -190,74 +209,89 @@ _DATETIME_NAMES = (
     ("timestamp", "measurement time", "Date and time at which the record was taken."),
     ("measured_at", "measurement time", "When the measurement was made (local instrument clock)."),
     ("recorded_at", "recording time", "When the observation was recorded."),
-    ("sample_time", "sampling time", "Date and time the sample was taken."),
 )
+_NUISANCE_LABELS = {"researcher": "the researcher", "date": "the measurement date", "seq_number": "the run number"}
 
 
-def _variables(spec: Spec, vocab: dict[str, Any], rs: Stream) -> tuple[list[Variable], list[_Term]]:
-    total = rs.randint(7, 19)
-    ident = rs.pick(vocab["identifiers"])
-    column, label, description = rs.pick(_DATETIME_NAMES)
+def _flips(terms: list[_Term], rs: Stream) -> dict[tuple[str, str], int]:
+    """Which of the repository's monotone design relations to turn around: each with probability one half, at
+    least one (none when the repository has no monotone relation)."""
+    monotone = [(t.outcome, t.cause, t.direction) for t in terms if t.direction and not t.nuisance and t.cause]
+    if not monotone:
+        return {}
+    chosen = [m for m in monotone if rs.chance(0.5)] or [rs.pick(monotone)]
+    return {(o, c): d for o, c, d in chosen}
+
+
+def _variables(
+    spec: Spec, design: Design, flips: dict[tuple[str, str], int], rs: Stream
+) -> tuple[list[Variable], list[_Term]]:
+    ident = rs.pick(list(design.identifiers))
+    if design.timestamp is not None:
+        column, label, description = design.timestamp.column, design.timestamp.name, design.timestamp.description
+    else:
+        column, label, description = rs.pick(_DATETIME_NAMES)
     variables = [
-        Variable(
-            ident["name"],
-            ident["column"],
-            "identifier",
-            "string",
-            ident["description"],
-            prefix=ident["prefix"],
-        ),
+        Variable(ident.name, ident.column, "identifier", "string", ident.description, prefix=ident.prefix),
         Variable(label, column, "datetime", "datetime", description),
     ]
-    remaining = total - 2
-    n_dep = min(len(vocab["outcomes"]), max(2, round(remaining * rs.uniform_range(0.25, 0.45, 1)[0])))
-    n_ind = remaining - n_dep
-    shares = rs.uniform(3) + 0.3
-    n_cat = min(len(vocab["categorical"]), max(1, round(n_ind * shares[0] / shares.sum())))
-    n_int = min(len(vocab["integer"]), max(1, round(n_ind * shares[1] / shares.sum())))
-    n_cont = min(len(vocab["continuous"]), max(1, n_ind - n_cat - n_int))
-    independents: list[Variable] = []
-    for entry in rs.sample(vocab["categorical"], n_cat):
-        independents.append(
-            Variable(
-                entry["name"],
-                entry["column"],
-                "independent",
-                "categorical",
-                entry["description"],
-                categories=tuple(entry["values"]),
-                probs=tuple(float(p) for p in entry["probs"]),
-            )
-        )
-    for kind, entries in (
-        ("integer", rs.sample(vocab["integer"], n_int)),
-        ("continuous", rs.sample(vocab["continuous"], n_cont)),
-    ):
-        for entry in entries:
-            params = {k: float(v) for k, v in entry["params"].items()}
-            independents.append(
-                Variable(
-                    entry["name"],
-                    entry["column"],
-                    "independent",
-                    kind,
-                    entry["description"],
-                    unit=entry["unit"],
-                    distribution=Distribution(entry["dist"], params),
-                )
-            )
+    measures, outcomes = _choose_columns(spec, design, rs)
+    independents = [_measure_variable(m) for m in measures]
     variables += rs.shuffled(independents)
     terms: list[_Term] = []
     reference = _Reference(spec, rs.child("reference"))
     for variable in variables:
         reference.add(variable)
-    for outcome in rs.sample(vocab["outcomes"], n_dep):
+    for outcome in outcomes:
         scope_spec = replace(spec, variables=tuple(variables))
-        dependent, new_terms = _dependent(outcome, reference, scope_spec, rs.child("dep", outcome["column"]))
+        dependent, new_terms = _dependent(outcome, reference, scope_spec, flips, rs.child("dep", outcome.column))
         variables.append(dependent)
         reference.add(dependent)
         terms += new_terms
     return variables, terms
+
+
+def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measure], list[Outcome]]:
+    """Most of the design's measures and at least two of its outcomes (in causal order), each outcome with at
+    least one of its causes present (a missing measure cause is added)."""
+    n = len(design.measures)
+    kept = set(rs.sample(list(range(n)), rs.randint(max(2, (n + 1) // 2), n)))
+    n_out = rs.randint(min(2, len(design.outcomes)), len(design.outcomes))
+    wanted = set(rs.sample(list(range(len(design.outcomes))), n_out))
+    measure_index = {m.column: i for i, m in enumerate(design.measures)}
+    present = {pv.column for pv in spec.path_variables}
+    outcomes: list[Outcome] = []
+    for i, outcome in enumerate(design.outcomes):
+        if i not in wanted and len(outcomes) + (len(design.outcomes) - i) > 2:
+            continue
+        available = present | {design.measures[j].column for j in kept} | {o.column for o in outcomes}
+        if not any(c in available for c, _ in outcome.parents):
+            missing = [measure_index[c] for c, _ in outcome.parents if c in measure_index]
+            if not missing:
+                continue  # its causes are conditions this repository does not vary
+            kept.add(missing[0])
+        outcomes.append(outcome)
+    if not outcomes:  # every wanted outcome depends on conditions this repository does not vary
+        outcomes = [next(o for o in design.outcomes if any(c in present for c, _ in o.parents))]
+    return [design.measures[j] for j in sorted(kept)], outcomes
+
+
+def _measure_variable(m: Measure) -> Variable:
+    if m.type == "categorical":
+        return Variable(
+            m.name, m.column, "independent", "categorical", m.description, categories=m.values, probs=m.probs
+        )
+    assert m.params is not None
+    return Variable(
+        m.name,
+        m.column,
+        "independent",
+        m.type,
+        m.description,
+        unit=m.unit,
+        distribution=Distribution(m.dist, dict(m.params)),
+        decimals=m.decimals,
+    )
 
 
 class _Reference:
@@ -331,71 +365,78 @@ def _signed(value: float, body: str) -> str:
     return f" - {_num(-value)}{body}" if value < 0 else f" + {_num(value)}{body}"
 
 
-def _dependent(outcome: dict[str, Any], reference: _Reference, spec: Spec, rs: Stream) -> tuple[Variable, list[_Term]]:
-    center, spread = float(outcome["center"]), float(outcome["spread"])
-    low = None if outcome["min"] is None else float(outcome["min"])
-    high = None if outcome["max"] is None else float(outcome["max"])
+def _dependent(
+    outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
+) -> tuple[Variable, list[_Term]]:
+    center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
     scope = expression_scope(spec)
-    usable = [i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical]
-    usable = [i for i in usable if i.categories or i.sd > 0]
-    drivers = rs.sample(usable, min(len(usable), rs.randint(1, 4)))
-    terms = [_term(i, spread, rs) for i in drivers]
-    numeric = [i for i in drivers if not i.categories]
-    if len(numeric) >= 2 and rs.chance(0.3):
+    inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
+    causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]
+    terms = [_term(i, d, (outcome.column, i.name) in flips, spread, rs) for i, d in causes]
+    nuisance = [inputs[n] for n in _NUISANCE_LABELS if n in inputs and (inputs[n].categories or inputs[n].sd > 0)]
+    if nuisance and rs.chance(0.25):  # drift or a researcher effect: the confounders a real study has
+        source = rs.pick(nuisance)
+        term = _term(source, rs.pick((-1, 1)) if not source.categories else 0, False, 0.5 * spread, rs)
+        terms.append(replace(term, nuisance=True))
+    numeric = [i for i, _ in causes if not i.categories]
+    if len(numeric) >= 2 and rs.chance(0.2):
         a, b = numeric[:2]
         coef = rs.pick((-1, 1)) * rs.uniform_range(0.2, 0.5, 1)[0] * spread / (a.sd * b.sd)
         code = _signed(coef, f"*({a.name} - {_num(a.mean)})*({b.name} - {_num(b.mean)})")
-        terms.append(_Term(f"{a.label} and {b.label}", code, 0, "interaction"))
+        terms.append(_Term(f"{a.label}|{b.label}", code, 0, "interaction"))
     body = "".join(t.code for t in terms)
-    # Centre the deterministic part on the vocabulary's typical value.
+    # Centre the deterministic part on the design's typical value.
     varying = reference.evaluate("0" + body)
     offset = float(_num(center - float(varying.mean())))
     expression = f"{_num(offset)}{body}"
     deterministic = varying + offset
-    if rs.chance(0.15) and (low is None or low <= 0):
-        expression = f"max({expression}, 0)"
-        deterministic = np.maximum(deterministic, 0.0)
     spread_seen = float(np.std(deterministic))
     noise = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
     variable = Variable(
-        outcome["name"],
-        outcome["column"],
+        outcome.name,
+        outcome.column,
         "dependent",
         "continuous",
-        outcome["description"],
-        unit=outcome["unit"],
+        outcome.description,
+        unit=outcome.unit,
         expression=expression,
         noise_sd=float(_num(noise)),
         bounds=(low, high),
+        decimals=outcome.decimals,
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
 
 
-def _term(source: _Input, spread: float, rs: Stream) -> _Term:
-    """One driver's contribution, worth a random share of the outcome's spread."""
+_MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")
+
+
+def _term(source: _Input, direction: int, flipped: bool, spread: float, rs: Stream) -> _Term:
+    """One cause's contribution, worth a random share of the outcome's spread, moving the outcome in the
+    design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction."""
     weight = rs.uniform_range(0.4, 1.2, 1)[0] * spread
-    sign = rs.pick((-1, 1))
     if source.categories:
         effects = rs.normal(0.0, weight, len(source.categories))
         effects -= effects.mean()
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
-        return _Term(source.label, f" + lookup({source.name}, {{{table}}})", 0, "categorical")
+        return _Term(source.label, f" + lookup({source.name}, {{{table}}})", 0, "categorical", cause=source.name)
     x, m, s = source.name, source.mean, source.sd
-    shape = rs.pick_weighted(("linear", "saturating", "threshold", "decay", "optimum", "log"), (4, 2, 1.5, 1, 1, 1))
-    positive = source.low >= 0 and m > 0
-    if shape == "saturating" and positive:
-        amplitude = sign * 2.5 * weight
-        return _Term(source.label, _signed(amplitude, f"*{x}/({x} + {_num(m)})"), sign, "saturating")
-    if shape == "decay" and positive:
-        amplitude = sign * 2.0 * weight
-        return _Term(source.label, _signed(amplitude, f"*exp(-{x}/{_num(m)})"), -sign, "decay")
-    if shape == "log" and positive:
-        amplitude = sign * 1.5 * weight
-        return _Term(source.label, _signed(amplitude, f"*log1p({x}/{_num(m)})"), sign, "logarithmic")
-    if shape == "threshold":
-        return _Term(source.label, _signed(sign * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)"), sign, "threshold")
-    if shape == "optimum":
+    if direction == 0:
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).
         bump = f"*exp(-0.5*(({x} - {_num(m)})/{_num(s)})**2)"
-        return _Term(source.label, _signed(2.0 * weight, bump), 0, "optimum")
-    return _Term(source.label, _signed(sign * weight / s, f"*({x} - {_num(m)})"), sign, "linear")
+        return _Term(source.label, _signed(2.0 * weight, bump), 0, "optimum", cause=x)
+    actual = -direction if flipped else direction
+    shape = rs.pick_weighted(_MONOTONE_SHAPES, (4, 2, 1.5, 1, 1))
+    positive = source.low >= 0 and m > 0
+    if shape == "saturating" and positive:
+        code = _signed(actual * 2.5 * weight, f"*{x}/({x} + {_num(m)})")
+    elif shape == "decay" and positive:  # exp(-x/m) falls with x: a positive amplitude lowers the outcome
+        code = _signed(-actual * 2.0 * weight, f"*exp(-{x}/{_num(m)})")
+    elif shape == "log" and positive:
+        code = _signed(actual * 1.5 * weight, f"*log1p({x}/{_num(m)})")
+    elif shape == "threshold":
+        code = _signed(actual * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)")
+    else:
+        shape = "linear"
+        code = _signed(actual * weight / s, f"*({x} - {_num(m)})")
+    names = {"log": "logarithmic"}
+    return _Term(source.label, code, direction, names.get(shape, shape), cause=x)

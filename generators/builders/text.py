@@ -1,7 +1,9 @@
 """Texts of a procedural project: title, repository name, description and abstract.
 
-Everything said names the spec's real variables, and every hypothesis states the direction of the
-coefficient actually used in the dependent variable's expression.
+Sentences come from grammatical templates fed by the study design: variable names as the design writes them
+(acronyms kept), the subdomain's topic and unit of observation, and levels printed as the paths print them.
+Every hypothesis states the design's expected direction of a relation that the data really contain (in a
+counterfactual world the data may contradict it: a hypothesis is what the researchers expected).
 """
 
 from __future__ import annotations
@@ -10,65 +12,63 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
+from generators.paths import render_number
 from generators.rng import Stream
 from generators.spec import Description, PathVariable, Project, Spec, Variable
 
 
 class TermLike(Protocol):
     outcome: str  # column of the dependent variable the term belongs to
-    source: str
-    direction: int
+    source: str  # label of the cause ("a|b" for an interaction)
+    direction: int  # the design's expected direction
     shape: str
+    nuisance: bool
 
 
 _TITLES = (
     "Effects of {a} and {b} on {y} in {area}",
-    "{Y} under varying {a}: a {design} study",
+    "{Y} under varying {a}: {design_a} study",
     "How {a} shapes {y} and {y2}",
-    "Linking {a} to {y} across {cond} conditions",
+    "{Y} across {cond} levels in {area}",
     "{Area}: {y} as a function of {a} and {b}",
     "Quantifying the influence of {a} on {y}",
     "Drivers of {y} in {area}: the role of {a}",
-    "A {design} study of {y} across {cond} levels",
+    "{Design_a} {topic_study} of {y}",
     "Do {a} and {b} jointly determine {y}?",
     "Variation in {y} with {a} and {cond}",
-    "{Y} and {y2} in {area}: a {design} dataset",
-    "Disentangling {a} and {cond} effects on {y}",
+    "{Y} and {y2} in {area}: {design_a} dataset",
+    "Disentangling the effects of {a} and {cond} on {y}",
     "Predicting {y} from {a} in {area}",
-    "Sensitivity of {y} to {a} under {cond} manipulation",
+    "Sensitivity of {y} to {a}",
 )
-_DESIGNS = (
-    "controlled",
-    "longitudinal",
-    "multi-site",
-    "factorial",
-    "replicated",
-    "field",
-    "laboratory",
-    "observational",
-    "randomised",
-    "pilot",
-)
+_DESIGNS = {
+    "lab": ("controlled", "laboratory", "factorial", "replicated", "bench-scale", "systematic"),
+    "life": ("controlled", "replicated", "longitudinal", "randomised", "multi-site", "factorial"),
+    "social": ("survey", "longitudinal", "cross-sectional", "multi-site", "panel", "observational"),
+    "compute": ("benchmark", "simulation", "controlled", "replicated", "systematic", "factorial"),
+}
 _OPENERS = (
-    "{Area} remains difficult to characterise quantitatively.",
-    "Quantitative measurements of {y} in {area} are still scarce.",
+    "Quantitative data on {y} in {area} remain scarce.",
     "How {a} shapes {y} is an open question in {area}.",
     "Understanding what drives {y} is central to {area}.",
-    "Reliable data on {y} under realistic conditions are rare.",
-    "Reported effects of {a} on {y} disagree across studies of {area}.",
-    "Work in {area} depends on predicting {y} from measurable conditions.",
-    "Few open datasets in {area} record {y} together with {a}.",
+    "Reported effects of {a} on {y} disagree across studies in {area}.",
+    "Few open {topic} datasets record {y} together with {a}.",
+    "Work in {area} depends on predicting {y} from conditions that can be measured.",
 )
-_SHAPE_PHRASES = {
-    "linear": "changes roughly linearly with",
-    "saturating": "saturates as {x} increases",
-    "threshold": "shifts once {x} passes a threshold",
-    "decay": "decays with increasing {x}",
-    "logarithmic": "grows with diminishing returns in",
-    "optimum": "peaks at an intermediate value of",
-    "categorical": "differs between levels of",
-    "interaction": "depends on the interaction of",
+# "{s}" is the verb's ending after the outcome: "s" for a singular name, "" for a plural one ("missed votes").
+_UP = ("{Y} increase{s} with {x}.", "Higher {x} raises {y}.", "{Y} rise{s} as {x} increases.")
+_DOWN = ("{Y} decrease{s} as {x} increases.", "Higher {x} lowers {y}.", "{Y} fall{s} with increasing {x}.")
+_SHAPED = {
+    ("saturating", 1): "{Y} increase{s} with {x} and level{s} off at high {x}.",
+    ("saturating", -1): "{Y} decrease{s} with {x} and level{s} off at high {x}.",
+    ("logarithmic", 1): "{Y} increase{s} with {x}, with diminishing returns.",
+    ("logarithmic", -1): "{Y} decrease{s} with {x}, less steeply at high {x}.",
+    ("threshold", 1): "{Y} rise{s} once {x} exceeds a threshold.",
+    ("threshold", -1): "{Y} drop{s} once {x} exceeds a threshold.",
+    ("decay", 1): "{Y} increase{s} with {x}, steeply at first.",
+    ("decay", -1): "{Y} decrease{s} with {x}, steeply at first.",
 }
+_SINGULAR_ENDINGS = ("ss", "us", "is", "ics", "as", "ness")
 
 
 def placeholder_project() -> Project:
@@ -77,57 +77,136 @@ def placeholder_project() -> Project:
     return Project("-", "pending", empty, "-")
 
 
-def _cap(value: str) -> str:
-    return value[:1].upper() + value[1:]
+def cap(value: str) -> str:
+    """Capitalised for the start of a sentence, unless the first word already has capitals ("pH", "EEG")."""
+    first = value.split(" ", 1)[0]
+    return value if first != first.lower() else value[:1].upper() + value[1:]
 
 
-def _and(items: Sequence[str]) -> str:
+def uncap(value: str) -> str:
+    """A sentence's start inside another sentence: the first letter lowered unless the word is an acronym."""
+    first = value.split(" ", 1)[0]
+    return value if first[1:] != first[1:].lower() else value[:1].lower() + value[1:]
+
+
+def data_topic(topic: str) -> str:
+    """A topic to put before "data" or "files": a final "data" or "dataset" is dropped ("sensor data" -> "sensor")."""
+    words = topic.split(" ")
+    return " ".join(words[:-1]) if len(words) > 1 and words[-1].lower() in ("data", "dataset", "datasets") else topic
+
+
+def lower_name(value: str) -> str:
+    """A taxonomy name inside a sentence: capitalised words lowered, acronyms and mixed case kept
+    ("EEG Signal Processing" -> "EEG signal processing")."""
+    return " ".join(w.lower() if w[:1].isupper() and w[1:] == w[1:].lower() else w for w in value.split(" "))
+
+
+def article(phrase: str) -> str:
+    """``a`` or ``an`` before ``phrase``, by its first sound (vowel letters, and acronyms read letter by letter)."""
+    word = phrase.split(" ", 1)[0]
+    if word.isupper() and len(word) > 1:
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    return "an" if word[:1].lower() in "aeio" or word.lower().startswith(("un", "hour")) else "a"
+
+
+def with_article(phrase: str) -> str:
+    return f"{article(phrase)} {phrase}"
+
+
+def and_list(items: Sequence[str]) -> str:
     items = list(items)
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def levels(pv: PathVariable) -> str:
+    """The levels as the paths print them, with the unit: ``200, 250 and 300 °C``; ``PtAl2O3 and NiSiO2``."""
+    texts = [render_number(float(v)) if pv.numeric else str(v) for v in pv.values]
+    return and_list(texts) + (f" {pv.unit}" if pv.unit and pv.numeric else "")
+
+
 def _with_unit(v: Variable | PathVariable) -> str:
     return f"{v.name} ({v.unit})" if v.unit else v.name
 
 
-def _hypothesis(outcome: Variable, term: TermLike) -> str:
-    if term.shape in ("linear", "saturating", "decay", "logarithmic", "threshold") and term.direction:
-        verb = "increases" if term.direction > 0 else "decreases"
-        return f"Higher {term.source} {verb} {outcome.name}."
-    phrase = _SHAPE_PHRASES[term.shape]
-    if "{x}" in phrase:
-        return f"{_cap(outcome.name)} {phrase.format(x=term.source)}."
-    return f"{_cap(outcome.name)} {phrase} {term.source}."
+def _design_kind(spec: Spec) -> str:
+    field = spec.context.field.lower()
+    if field.startswith("social"):
+        return "social"
+    if field.startswith(("computer", "math")):
+        return "compute"
+    if field.startswith("life"):
+        return "life"
+    return "lab"
+
+
+def verb_ending(name: str) -> str:
+    """``s`` when ``name`` is singular ("conversion increases"), nothing when plural ("missed votes increase")."""
+    last = name.rsplit(" ", 1)[-1]
+    plural = last.endswith("s") and not last.lower().endswith(_SINGULAR_ENDINGS) and not last.isupper()
+    return "" if plural else "s"
+
+
+def hypothesis(outcome: Variable, term: TermLike, rs: Stream) -> str:
+    """One sentence stating the expected effect of the term's cause on ``outcome``."""
+    y, s = outcome.name, verb_ending(outcome.name)
+    if term.shape == "interaction":
+        a, b = term.source.split("|", 1)
+        return f"The effect of {a} on {y} depends on {b}."
+    x = term.source
+    if term.shape == "categorical":
+        return f"{cap(y)} differ{s} between levels of {x}."
+    if term.shape == "optimum":
+        return f"{cap(y)} peak{s} at an intermediate {x}."
+    key = (term.shape, term.direction)
+    shaped = key in _SHAPED and rs.chance(0.5)
+    template = _SHAPED[key] if shaped else rs.pick(_UP if term.direction > 0 else _DOWN)
+    return template.format(Y=cap(y), y=y, x=x, s=s)
 
 
 def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     outcomes = [v for v in spec.variables if v.role == "dependent"]
     covariates = [v for v in spec.variables if v.role == "independent"]
     conditions = list(spec.path_variables)
-    y, y2 = outcomes[0].name, outcomes[-1].name if len(outcomes) > 1 else outcomes[0].name
-    drivers = [c.name for c in conditions] + [v.name for v in covariates]
+    y = outcomes[0].name if outcomes else "the measured responses"
+    y2 = outcomes[-1].name if len(outcomes) > 1 else y
+    causes = [t.source for t in terms if not t.nuisance and t.shape != "interaction"]
+    # Titles and the abstract name conditions and covariates as the effects studied, never an outcome.
+    outcome_names = {o.name for o in outcomes}
+    drivers = [d for d in dict.fromkeys(causes + [c.name for c in conditions]) if d not in outcome_names]
     picked = rs.sample(drivers, min(2, len(drivers)))
-    a, b = (picked + picked)[:2] if picked else ("the experimental conditions", "time")
-    cond = conditions[0].name if conditions else a
-    area = spec.context.subdomain.lower()
-    title = rs.pick(_TITLES).format(
+    others = [v.name for v in covariates if v.name not in picked] + ["the measurement conditions"]
+    a, b = (picked + others)[:2] if picked else ("the experimental conditions", "the measurement conditions")
+    cond = next((c.name for c in conditions if c.name not in (a, b)), "")
+    titles = [t for t in _TITLES if ("{cond}" not in t or cond) and ("{y2}" not in t or y2 != y)]
+    area = lower_name(spec.context.subdomain)
+    topic = data_topic(spec.context.topic or area)
+    record = spec.context.record or "record"
+    design = rs.pick(_DESIGNS[_design_kind(spec)])
+    title = rs.pick(titles).format(
         a=a,
         b=b,
         y=y,
         y2=y2,
-        Y=_cap(y),
+        Y=cap(y),
         cond=cond,
         area=area,
-        Area=spec.context.subdomain,
-        design=rs.pick(_DESIGNS),
+        Area=cap(area),
+        topic=topic,
+        topic_study=topic if topic.endswith("study") else f"{topic} study",
+        design_a=with_article(design),
+        Design_a=cap(with_article(design)),
     )
     year = spec.start_date[:4]
-    slug_words = re.findall(r"[a-z0-9]+", f"{outcomes[0].column} {a}".lower())[:5]
+    slug_words = re.findall(r"[a-z0-9]+", f"{topic} {outcomes[0].column if outcomes else ''}".lower())[:5]
     repo_name = "-".join([*slug_words, year])
 
-    hypotheses = tuple(_hypothesis(spec.variable(t.outcome), t) for t in terms) or (f"{_cap(y)} varies with {a}.",)
+    stated = [t for t in terms if not t.nuisance]
+    text_rs = rs.child("hypotheses")
+    hypotheses = tuple(
+        dict.fromkeys(hypothesis(spec.variable(t.outcome), t, text_rs.child(i)) for i, t in enumerate(stated))
+    ) or (f"{cap(y)} var{'ies' if verb_ending(y) else 'y'} with {a}.",)
 
     placeholders = spec.template.placeholders
     confounders = []
@@ -137,22 +216,24 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         confounders.append("Day-to-day drift in instruments and ambient conditions between measurement dates.")
     if "seq_number" in placeholders:
         confounders.append("Order effects across consecutive runs (fatigue, reagent ageing, warm-up).")
-    unused = [v.name for v in covariates if v.name not in {t.source for t in terms}]
+    unused = [v.name for v in covariates if v.name not in set(causes)]
     if unused:
-        confounders.append(f"Covariates recorded but not manipulated: {_and(unused)}.")
+        confounders.append(f"Covariates recorded but not varied by design: {and_list(unused)}.")
     confounders.append(f"Unmeasured sources of variation typical of {area}.")
 
-    cond_text = _and([f"{c.name} ({_and([str(v) for v in c.values])})" for c in conditions])
+    cond_text = and_list([f"{c.name} ({levels(c)})" for c in conditions])
+    measured = and_list([o.name for o in outcomes]) or "the responses"
+    recorded = f", and records {and_list([v.name for v in covariates])} alongside" if covariates else ""
     plan = (
-        f"We study {area} ({spec.context.domain.lower()}) by measuring {_and([o.name for o in outcomes])} "
-        f"under controlled variation of {cond_text or 'the experimental conditions'}, while recording "
-        f"{_and([v.name for v in covariates]) or 'no additional covariates'} for every observation."
+        f"This {topic if topic.endswith('study') else topic + ' study'} measures {measured} for each {record} across "
+        f"{cond_text or 'a range of conditions'}{recorded}."
     )
     people = f"{len(spec.researchers)} researchers" if spec.researchers else "the project team"
     setup = (
-        f"Data were collected by {people} starting {spec.start_date}. Each file holds one run of about "
-        f"{int(spec.params.rows_mean)} records with the columns {_and([v.column for v in spec.variables])}, "
-        f"stored as .{spec.extension} files in folders named by {_and(list(placeholders))}."
+        f"Data were collected by {people} starting {spec.start_date}. Each file holds one run: about "
+        f"{int(spec.params.rows_mean)} rows, one per {record}, with the columns "
+        f"{and_list([v.column for v in spec.variables])}, stored as .{spec.extension} files in folders named by "
+        f"{and_list(list(placeholders))}."
     )
     description = Description(
         plan=plan,
@@ -164,12 +245,11 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         setup=setup,
     )
     finding = hypotheses[0].rstrip(".")
-    opener = rs.pick(_OPENERS).format(area=area, Area=_cap(area), y=y, a=a, field=spec.context.field.lower())
+    opener = rs.pick(_OPENERS).format(area=area, y=y, a=a, topic=topic)
     abstract = (
         f"{opener} "
-        f"In this {rs.pick(_DESIGNS)} study we "
-        f"measured {_and([o.name for o in outcomes])} across {cond_text or 'a range of conditions'}. "
-        f"Our central hypothesis is that {finding[0].lower() + finding[1:]}. "
-        f"We release the raw run-level tables so that the effects of {a} and {b} can be re-analysed."
+        f"In this {design} study we measured {measured} across {cond_text or 'a range of conditions'}. "
+        f"We expected that {uncap(finding)}. "
+        f"We release the raw {topic} data, one file per run, so that the effects of {a} and {b} can be re-analysed."
     )
     return Project(title=title, repo_name=repo_name[:80], description=description, abstract=abstract)

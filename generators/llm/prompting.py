@@ -7,6 +7,7 @@ digest of the files it was built with, and a resumed build refuses a pack made w
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from functools import cache
 from importlib import resources
 from string import Template
@@ -14,11 +15,12 @@ from string import Template
 import xxhash
 
 from generators.builders.procedural import build_spec
+from generators.designs import designs
 from generators.llm.base import Message
 from generators.llm.draft import draft_of
 from generators.spec import SPECIAL_PLACEHOLDERS, Spec
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"  # v2: the subdomain's study design is part of the user message
 PROMPT_FILES = ("system.md", "user.md", "repair.md")
 EXAMPLE_SEED = 118  # the procedural draft of this seed shows the model the expected JSON
 
@@ -43,6 +45,15 @@ def _example() -> str:
     return json.dumps(draft_of(build_spec(EXAMPLE_SEED)), ensure_ascii=False, separators=(",", ":"))
 
 
+def _design_text(base: Spec) -> str:
+    """The subdomain's study design as compact JSON (``{}`` for a context without one); prompts without a
+    ``$design`` field (v1) ignore it."""
+    design = designs().get((base.context.field, base.context.subdomain))
+    if design is None:
+        return "{}"
+    return json.dumps(asdict(design), ensure_ascii=False, separators=(",", ":"))
+
+
 def first_messages(base: Spec, version: str = PROMPT_VERSION) -> tuple[Message, ...]:
     """System and user messages asking for the draft of ``base.seed`` in ``base``'s context."""
     texts = prompt_texts(version)
@@ -57,6 +68,7 @@ def first_messages(base: Spec, version: str = PROMPT_VERSION) -> tuple[Message, 
         extension=base.extension,
         specials=", ".join(specials) if specials else "none",
         example=_example(),
+        design=_design_text(base),
     )
     return ({"role": "system", "content": texts["system.md"]}, {"role": "user", "content": user})
 

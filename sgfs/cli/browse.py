@@ -13,6 +13,8 @@ from sgfs.cli.options import (
     key_option,
     source_argument,
     specs_options,
+    world_of,
+    world_option,
     write_stdout,
 )
 from sgfs.errors import SgfsError
@@ -42,9 +44,12 @@ SPEC_HELP = f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP
 )
 
 
-def _open(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> Repository:
+def _open(
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> Repository:
     key = load_key(key_file)
-    return open_repository(source, repository_factory(specs, fallback, key), key)
+    world = world_of(counterfactual)
+    return open_repository(source, repository_factory(specs, fallback, key, world), key, world)
 
 
 def _missing(source: str, path: str) -> SgfsError:
@@ -55,8 +60,11 @@ def _missing(source: str, path: str) -> SgfsError:
 @source_argument
 @specs_options
 @key_option
-def tree_command(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
-    repo = _open(source, specs, fallback, key_file)
+@world_option
+def tree_command(
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> None:
+    repo = _open(source, specs, fallback, key_file, counterfactual)
     write_stdout("".join(f"{p}\n" for p in repo.file_paths()))
 
 
@@ -65,8 +73,11 @@ def tree_command(source: str, specs: str | None, fallback: str | None, key_file:
 @click.argument("path", default="")
 @specs_options
 @key_option
-def ls_command(source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
-    repo = _open(source, specs, fallback, key_file)
+@world_option
+def ls_command(
+    source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> None:
+    repo = _open(source, specs, fallback, key_file, counterfactual)
     try:
         node = repo.lookup(path)
         if not node.is_dir:
@@ -83,8 +94,11 @@ def ls_command(source: str, path: str, specs: str | None, fallback: str | None, 
 @click.argument("path")
 @specs_options
 @key_option
-def cat_command(source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
-    repo = _open(source, specs, fallback, key_file)
+@world_option
+def cat_command(
+    source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> None:
+    repo = _open(source, specs, fallback, key_file, counterfactual)
     try:
         if repo.lookup(path).is_dir:
             raise SgfsError(f"is a directory in repository {source}: {path}")
@@ -98,8 +112,11 @@ def cat_command(source: str, path: str, specs: str | None, fallback: str | None,
 @source_argument
 @specs_options
 @key_option
-def digest_command(source: str, specs: str | None, fallback: str | None, key_file: str | None) -> None:
-    write_stdout(_open(source, specs, fallback, key_file).digest() + "\n")
+@world_option
+def digest_command(
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> None:
+    write_stdout(_open(source, specs, fallback, key_file, counterfactual).digest() + "\n")
 
 
 @click.command("spec", context_settings=SEED_CONTEXT, help=SPEC_HELP)
@@ -107,12 +124,15 @@ def digest_command(source: str, specs: str | None, fallback: str | None, key_fil
 @click.option("--check", is_flag=True, help="Only validate SEED as a spec file; print 'ok' when it is valid.")
 @specs_options
 @key_option
-def spec_command(source: str, check: bool, specs: str | None, fallback: str | None, key_file: str | None) -> None:
+@world_option
+def spec_command(
+    source: str, check: bool, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+) -> None:
     if check:
         repo: Repository = load_spec_file(source)
         write_stdout(f"ok: {repo.spec.project.title}\n")
         return
-    spec = _open(source, specs, fallback, key_file).spec
+    spec = _open(source, specs, fallback, key_file, counterfactual).spec
     text = spec.to_json()
     assert from_json(text) == spec  # the round trip is part of the contract
     write_stdout(text)

@@ -9,7 +9,16 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import SEED_CONTEXT, SOURCE_HELP, examples, key_option, source_argument, specs_options
+from sgfs.cli.options import (
+    SEED_CONTEXT,
+    SOURCE_HELP,
+    examples,
+    key_option,
+    source_argument,
+    specs_options,
+    world_of,
+    world_option,
+)
 from sgfs.errors import SgfsError
 from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB, DiskCache, read_through
 from sgfs.store.repositories import load_key, open_repository, repository_factory
@@ -28,6 +37,7 @@ EXPORT_HELP = f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}\n\n
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @specs_options
 @key_option
+@world_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -42,10 +52,11 @@ def export_command(
     specs: str | None,
     fallback: str | None,
     key_file: str | None,
+    counterfactual: bool,
     cache_dir: str | None,
 ) -> None:
-    key = load_key(key_file)
-    repo = open_repository(source, repository_factory(specs, fallback, key), key)
+    key, world = load_key(key_file), world_of(counterfactual)
+    repo = open_repository(source, repository_factory(specs, fallback, key, world), key, world)
     cache = DiskCache(Path(cache_dir), DEFAULT_DISK_CACHE_MB << 20) if cache_dir else None
     paths = repo.file_paths()
     columns = (TextColumn("export"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

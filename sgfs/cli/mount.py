@@ -6,7 +6,7 @@ import os
 
 import click
 
-from sgfs.cli.options import examples, key_option, specs_options
+from sgfs.cli.options import examples, key_option, specs_options, world_option
 from sgfs.errors import SgfsError
 from sgfs.mount.control import FSTYPE, check_fuse, check_mount_point, mount_type, start_daemon, unmount
 from sgfs.mount.daemon import serve, setup_logging
@@ -62,6 +62,7 @@ UNMOUNT_HELP = "Unmount an sgfs mount and return once it is gone.\n\n" + example
 )
 @specs_options
 @key_option
+@world_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -92,6 +93,7 @@ def mount_command(
     specs: str | None,
     fallback: str | None,
     key_file: str | None,
+    counterfactual: bool,
     cache_dir: str | None,
     no_disk_cache: bool,
     disk_cache_mb: int,
@@ -118,6 +120,7 @@ def mount_command(
         disk_cache_mb=disk_cache_mb,
         workers=workers,
         key_file=key_file,
+        counterfactual=counterfactual,
     )
     check_fuse()
     mnt = check_mount_point(mountpoint)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from generators.spec import World
 from sgfs.errors import SgfsError
 
 source_argument = click.argument("source", metavar="SEED")
@@ -27,6 +28,21 @@ KEY_HELP = (
 def key_option(command: click.decorators.FC, help: str = KEY_HELP) -> click.decorators.FC:
     """``--key FILE`` for every command that makes a repository or a question (``help`` where it says more)."""
     return click.option("--key", "key_file", metavar="FILE", default=None, help=help)(command)
+
+
+COUNTERFACTUAL_HELP = (
+    "Counterfactual world: some relations of the study design run against their expected direction (the spec's "
+    "'counterfactual' field lists them); texts and layout read as usual."
+)
+
+
+def world_option(command: click.decorators.FC) -> click.decorators.FC:
+    """``--counterfactual`` for every command that makes a repository or a question."""
+    return click.option("--counterfactual", is_flag=True, default=False, help=COUNTERFACTUAL_HELP)(command)
+
+
+def world_of(counterfactual: bool) -> World:
+    return World(counterfactual=counterfactual)
 
 
 def examples(*lines: str) -> str:

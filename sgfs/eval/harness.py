@@ -17,6 +17,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from generators.spec import World
 from qa.model import QUESTION_FORMAT, Json
 from qa.records import AskedQuestion, QuestionSource
 from qa.result_record import ResultRecord
@@ -31,6 +32,7 @@ from sgfs.eval.results import (
     SUMMARY,
     ResultsWriter,
     RunDescription,
+    generator_version,
     question_format,
     read_results,
     read_run,
@@ -65,6 +67,7 @@ class EvalConfig:
     # user's mount must have been started with the same key. Only its fingerprint is recorded.
     key_file: str | None = None
     repeats: int = 1  # --repeats K: each (question, variant) is asked K times
+    counterfactual: bool = False  # --counterfactual: questions and the private mount are the counterfactual world's
 
 
 MAX_REPEATS = 100
@@ -85,13 +88,13 @@ def run_items(items: list[AskedQuestion], repeats: int) -> list[RunItem]:
 def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
     """The items of this run (its shard) and the digest of every item of the whole run, before sharding."""
     source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
-    key = load_key(config.key_file)
+    key, world = load_key(config.key_file), World(counterfactual=config.counterfactual)
     if config.questions_file is not None:
-        items = load_questions(source, config.variant, key=key)
+        items = load_questions(source, config.variant, key=key, world=world)
     else:
         with _progress(config.quiet or not sys.stderr.isatty()) as progress:
             task = progress.add_task("generating questions", total=len(source.seeds), accuracy="")
-            items = load_questions(source, config.variant, lambda: progress.advance(task), key=key)
+            items = load_questions(source, config.variant, lambda: progress.advance(task), key=key, world=world)
     run_digest = digest(items)
     items = select_shard(items, config.shard)
     if not items:
@@ -125,6 +128,7 @@ def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) ->
         key_fingerprint=key_fingerprint(config.key_file),
         repeats=config.repeats,
         question_format=QUESTION_FORMAT,
+        counterfactual=config.counterfactual,
     )
 
 
@@ -152,6 +156,13 @@ def prepare_directory(
             )
         if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
+        if generator_version(existing) != meta.generator_version:
+            raise SgfsError(
+                f"cannot resume {out}: it was made with generator version {generator_version(existing)}, this sgfs "
+                f"generates version {meta.generator_version}"
+            )
+        if (existing.get("counterfactual") is True) != meta.counterfactual:
+            raise SgfsError(f"cannot resume {out}: it was made in another world (--counterfactual differs)")
         if existing.get("key_fingerprint") != meta.key_fingerprint:
             raise SgfsError(f"cannot resume {out}: it was made with another universe key (fingerprints differ)")
         if existing.get("agent") != config.agent:
@@ -211,7 +222,11 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
             mount: RunMount
             if config.mount is None:
                 mount = stack.enter_context(
-                    private_mount(seeds, None if config.key_file is None else os.path.abspath(config.key_file))
+                    private_mount(
+                        seeds,
+                        None if config.key_file is None else os.path.abspath(config.key_file),
+                        counterfactual=config.counterfactual,
+                    )
                 )
             else:
                 mount = user_mount(config.mount, config.audit_file)

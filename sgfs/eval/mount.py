@@ -23,7 +23,7 @@ class RunMount:
 
 
 @contextlib.contextmanager
-def private_mount(seeds: list[int], key_file: str | None = None) -> Iterator[RunMount]:
+def private_mount(seeds: list[int], key_file: str | None = None, counterfactual: bool = False) -> Iterator[RunMount]:
     """An audited mount on a fresh temporary directory, unmounted and removed whatever happens."""
     check_fuse()
     base = tempfile.mkdtemp(prefix="sgfs-eval-")
@@ -32,7 +32,13 @@ def private_mount(seeds: list[int], key_file: str | None = None) -> Iterator[Run
     os.mkdir(mnt)
     pid: int | None = None
     try:
-        options = MountOptions(seeds=tuple(seeds[:10_000]), audit_file=audit, exit_with=os.getpid(), key_file=key_file)
+        options = MountOptions(
+            seeds=tuple(seeds[:10_000]),
+            audit_file=audit,
+            exit_with=os.getpid(),
+            key_file=key_file,
+            counterfactual=counterfactual,
+        )
         pid = start_daemon(mnt, options.checked(mnt))
         yield RunMount(mnt, audit)
     finally:

@@ -7,18 +7,24 @@ import json
 from collections.abc import Callable
 
 from generators.keys import Key
+from generators.spec import World
 from qa.records import AskedQuestion, QuestionsError, QuestionSource, load_asked_questions
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import keyed_procedural
 
 
 def load_questions(
-    source: QuestionSource, variant: str, on_repository: Callable[[], None] | None = None, key: Key | None = None
+    source: QuestionSource,
+    variant: str,
+    on_repository: Callable[[], None] | None = None,
+    key: Key | None = None,
+    world: World | None = None,
 ) -> list[AskedQuestion]:
     """Every (question, variant) pair of the run, in order (generated in ``key``'s universe when given);
     unusable questions are an SgfsError."""
     try:
-        return load_asked_questions(source, variant, keyed_procedural(key), on_repository)
+        counterfactual = world is not None and world.counterfactual
+        return load_asked_questions(source, variant, keyed_procedural(key, world), on_repository, counterfactual)
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
 

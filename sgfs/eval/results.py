@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from generators.spec import GENERATOR_VERSION
 from qa.model import QUESTION_FORMAT, Json
 from qa.records import QuestionsError
 from qa.result_record import ResultRecord, ResultRecordError
@@ -136,6 +137,8 @@ class RunDescription:
     key_fingerprint: str | None = None  # the universe key's fingerprint (never the key); None: the open universe
     repeats: int = 1  # --repeats K
     question_format: int = QUESTION_FORMAT  # qa.model.QUESTION_FORMAT of the sgfs that asked the questions
+    generator_version: int = GENERATOR_VERSION  # the generator that made the repositories
+    counterfactual: bool = False  # --counterfactual: repositories of the counterfactual world
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -154,11 +157,22 @@ class RunDescription:
             "key_fingerprint": self.key_fingerprint,
             "repeats": self.repeats,
             "question_format": self.question_format,
+            "generator_version": self.generator_version,
+            "counterfactual": self.counterfactual,
         }
 
 
 # What makes directories shards of one run (besides the split): fields of run.json that must all agree.
-IDENTITY_FIELDS = ("agent", "run_digest", "variant", "key_fingerprint", "repeats", "question_format")
+IDENTITY_FIELDS = (
+    "agent",
+    "run_digest",
+    "variant",
+    "key_fingerprint",
+    "repeats",
+    "question_format",
+    "generator_version",
+    "counterfactual",
+)
 
 
 def question_format(meta: Mapping[str, Json] | None) -> int:
@@ -166,6 +180,12 @@ def question_format(meta: Mapping[str, Json] | None) -> int:
     recorded (``qa.model.QUESTION_FORMAT``)."""
     value = (meta or {}).get("question_format")
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def generator_version(meta: Mapping[str, Json] | None) -> int:
+    """The generator version a run.json records; 3 for runs made before it was recorded (the version then)."""
+    value = (meta or {}).get("generator_version")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 3
 
 
 def sandbox_text(meta: Mapping[str, Json] | None) -> str:
@@ -194,6 +214,8 @@ class RunInfo:
     question_format: int = QUESTION_FORMAT  # run.json's; 1 when it records none
     repeats: int = 1  # --repeats K
     sandbox: str = "not recorded"  # the sandbox policy, in words (``sandbox_text``)
+    generator_version: int = GENERATOR_VERSION  # run.json's; 3 when it records none
+    counterfactual: bool = False  # run.json's: repositories of the counterfactual world
 
     @classmethod
     def of(cls, directory: Path | str, meta: Mapping[str, Json] | None) -> RunInfo:
@@ -205,6 +227,8 @@ class RunInfo:
             fields: dict[str, Json] = {name: meta.get(name) for name in IDENTITY_FIELDS}
             fields["repeats"] = _repeats(meta.get("repeats"))
             fields["question_format"] = question_format(meta)
+            fields["generator_version"] = generator_version(meta)
+            fields["counterfactual"] = meta.get("counterfactual") is True
             if fields["run_digest"] is None:  # written before run_digest: what the run was asked
                 fields["run_digest"] = json.dumps([meta.get("source"), meta.get("variant")], sort_keys=True)
             identity = json.dumps(fields, sort_keys=True)
@@ -218,6 +242,8 @@ class RunInfo:
             question_format(meta),
             _repeats((meta or {}).get("repeats")),
             sandbox_text(meta),
+            generator_version(meta),
+            (meta or {}).get("counterfactual") is True,
         )
 
 
@@ -247,6 +273,17 @@ def check_same_format(first: RunInfo, other: RunInfo, what: str = "runs") -> Non
             f"{other.dir} (question format {other.question_format}) and {first.dir} (question format "
             f"{first.question_format}) have different question formats: {what} of different formats are never "
             "compared"
+        )
+    if first.generator_version != other.generator_version:
+        raise SgfsError(
+            f"{other.dir} (generator version {other.generator_version}) and {first.dir} (generator version "
+            f"{first.generator_version}) were made by different generators: their repositories differ, so {what} "
+            "of different generator versions are never compared"
+        )
+    if first.counterfactual != other.counterfactual:
+        raise SgfsError(
+            f"{other.dir} and {first.dir}: one was made in the counterfactual world and one was not: {what} of "
+            "different worlds are never compared"
         )
 
 

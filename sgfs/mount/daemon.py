@@ -20,6 +20,7 @@ from pathlib import Path
 
 import generators
 from generators import Repository
+from generators.spec import World
 from sgfs.errors import SgfsError
 from sgfs.mount.control import FSNAME, check_fuse, check_mount_point
 from sgfs.mount.options import MountOptions
@@ -83,8 +84,8 @@ def serve(
         pack = mount_repositories(options.specs, options.fallback, key)
         factory = pack
         seeds = seeds or pack.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
-    elif factory is None and key is not None:
-        factory = keyed_procedural(key)
+    elif factory is None and (key is not None or options.counterfactual):
+        factory = keyed_procedural(key, World(counterfactual=options.counterfactual))
     workers, cache_dir = options.workers, options.cache_dir
     from sgfs.mount.audit import AuditedFilesystem, AuditSink
     from sgfs.mount.kernel.pages import ListingBook

@@ -29,6 +29,7 @@ class MountOptions:
     cache_listings: bool = True  # False: every listing reaches the daemon (tests, benchmarks)
     exit_with: int | None = None  # unmount once the process with this pid is gone
     key_file: str | None = None  # universe key FILE (its path travels to the daemon, never the key)
+    counterfactual: bool = False  # procedural repositories in the counterfactual world
 
     def checked(self, mountpoint: str) -> MountOptions:
         """These options with absolute paths, or an SgfsError naming the first one that cannot work."""
@@ -36,6 +37,8 @@ class MountOptions:
             raise SgfsError(f"invalid --cache-mb {self.cache_mb}: must be 0 or more")
         if self.fallback is not None and self.specs is None:
             raise SgfsError("--fallback only applies with --specs PACK")
+        if self.counterfactual and self.specs is not None:
+            raise SgfsError("--counterfactual applies to procedural repositories, not to a spec pack (--specs)")
         mnt = os.path.abspath(mountpoint)
         log_file = None if self.log_file is None else os.path.abspath(self.log_file)
         audit_file = None if self.audit_file is None else os.path.abspath(self.audit_file)
@@ -75,6 +78,8 @@ class MountOptions:
                 argv += [flag, str(value)]
         if not self.cache_listings:
             argv.append("--no-listing-cache")
+        if self.counterfactual:
+            argv.append("--counterfactual")
         return argv
 
     @classmethod
@@ -95,6 +100,7 @@ class MountOptions:
         parser.add_argument("--workers", type=int, default=None, help="synthesis processes (0: none; default: cores)")
         parser.add_argument("--no-listing-cache", action="store_true", help="every listing reaches the daemon")
         parser.add_argument("--key", default=None, help="universe key file (the daemon reads the key from it)")
+        parser.add_argument("--counterfactual", action="store_true", help="serve the counterfactual world")
         args = parser.parse_args(argv)
         options = cls(
             seeds=tuple(parse_seed_list(args.seeds)) if args.seeds.strip() else (),
@@ -109,5 +115,6 @@ class MountOptions:
             cache_listings=not args.no_listing_cache,
             exit_with=args.exit_with,
             key_file=args.key,
+            counterfactual=args.counterfactual,
         )
         return args.mountpoint, options, args.background

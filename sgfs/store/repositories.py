@@ -9,7 +9,7 @@ from dataclasses import replace
 from generators import MAX_SEED, Repository, SpecError, build_spec
 from generators.keys import Key, KeyFileError, exposed
 from generators.packs import MAX_SPEC_BYTES, PackError, PackRepositories, SeedNotInPack, SpecPack, check_untrusted
-from generators.spec import from_json
+from generators.spec import World, from_json
 from sgfs.errors import SgfsError
 
 MAX_LIST = 1_000_000
@@ -101,14 +101,15 @@ def procedural_repository(seed: int) -> Repository:
         raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
 
 
-def keyed_procedural(key: Key | None) -> RepositoryFactory:
-    """The procedural builder in ``key``'s universe (the open one without a key)."""
-    if key is None:
+def keyed_procedural(key: Key | None, world: World | None = None) -> RepositoryFactory:
+    """The procedural builder in ``key``'s universe (the open one without a key), in ``world`` (the plain
+    study without one)."""
+    if key is None and (world is None or world == World()):
         return procedural_repository
 
     def keyed(seed: int) -> Repository:
         try:
-            return Repository(build_spec(seed, universe=key.salt(seed)))
+            return Repository(build_spec(seed, universe="" if key is None else key.salt(seed), world=world))
         except SpecError as exc:
             raise SgfsError(f"seed {seed}: generated spec is invalid: {exc}", exit_code=1) from None
 
@@ -122,13 +123,16 @@ def open_pack(path: str) -> SpecPack:
         raise SgfsError(str(exc)) from None
 
 
-def repository_factory(specs: str | None, fallback: str | None = None, key: Key | None = None) -> RepositoryFactory:
+def repository_factory(
+    specs: str | None, fallback: str | None = None, key: Key | None = None, world: World | None = None
+) -> RepositoryFactory:
     """Where specs come from: the procedural builder, or a spec pack (``--specs``, ``--fallback``); with ``key``,
-    in that key's universe."""
+    in that key's universe; with ``world``, departing from the plain study (procedural builder only)."""
+    check_world(specs, world)
     if specs is None:
         if fallback is not None:
             raise SgfsError("--fallback only applies with --specs PACK")
-        return keyed_procedural(key)
+        return keyed_procedural(key, world)
     repositories = PackRepositories(open_pack(specs), fallback=fallback == "procedural", key=key)
 
     def from_pack(seed: int) -> Repository:
@@ -142,12 +146,24 @@ def repository_factory(specs: str | None, fallback: str | None = None, key: Key 
     return from_pack
 
 
+def check_world(specs: str | None, world: World | None) -> None:
+    """A world (``--counterfactual``) is built from the procedural builder's study designs: refused with a pack."""
+    if specs is not None and world is not None and world.counterfactual:
+        raise SgfsError("--counterfactual applies to procedural repositories, not to a spec pack (--specs)")
+
+
 def open_repository(
-    source: str, factory: RepositoryFactory = procedural_repository, key: Key | None = None
+    source: str, factory: RepositoryFactory = procedural_repository, key: Key | None = None, world: World | None = None
 ) -> Repository:
     """``source`` is a seed, or the path of a spec JSON file (as written by ``sgfs spec``); with ``key`` a spec
-    file's repository is put in the key's universe (its seed's salt replaces the file's ``universe``)."""
+    file's repository is put in the key's universe (its seed's salt replaces the file's ``universe``). A spec file
+    records its own world: ``world`` (``--counterfactual``) is refused with one."""
     if source.endswith(".json"):
+        if world is not None and world.counterfactual:
+            raise SgfsError(
+                f"--counterfactual applies to seeds, not to spec file {source} (its 'counterfactual' field says "
+                "which relations it turns around)"
+            )
         repo = load_spec_file(source)
         if key is None:
             return repo

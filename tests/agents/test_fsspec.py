@@ -12,9 +12,10 @@ from tests.helpers import repo
 fsspec = pytest.importorskip("fsspec")
 pd = pytest.importorskip("pandas")
 
-SEED = 34  # csv, 17 files, with a README
-FILE = "quinn-10/200/lineA.csv"
-XLSX_SEED, XLSX_FILE = 22, "BKumar/season_autumn/site_siteA.xlsx"
+SEED = 34  # csv, 15 files, with a README
+FILE = "quinn_aggregation=SKUstore/forecast_model=ARIMA/horizon_wk=4.csv"
+TOP = FILE.split("/")[0]
+XLSX_SEED, XLSX_FILE = 22, "BKumar/n_system=cropsoil/oxygen_condition=hypoxic.xlsx"
 
 
 def test_registered_through_the_entry_point() -> None:
@@ -34,11 +35,11 @@ def test_listing_info_and_find() -> None:
         "size": len(r.read("README.md")),
         "type": "file",
     }
-    assert fs.info(f"{SEED}/quinn-10")["type"] == "directory"
+    assert fs.info(f"{SEED}/{TOP}")["type"] == "directory"
     assert fs.isdir(str(SEED)) and fs.isfile(f"{SEED}/{FILE}") and not fs.exists(f"{SEED}/nope")
     assert sorted(fs.find(f"sgfs://{SEED}")) == sorted(f"{SEED}/{p}" for p in r.file_paths())
-    assert fs.glob(f"{SEED}/quinn-10/*/lineA.csv") == sorted(
-        f"{SEED}/{p}" for p in r.file_paths() if p.startswith("quinn-10/") and p.endswith("/lineA.csv")
+    assert fs.glob(f"{SEED}/{TOP}/*/horizon_wk=4.csv") == sorted(
+        f"{SEED}/{p}" for p in r.file_paths() if p.startswith(f"{TOP}/") and p.endswith("/horizon_wk=4.csv")
     )
     with pytest.raises(FileNotFoundError):
         fs.info(f"{SEED}/nope.csv")

@@ -37,7 +37,8 @@ from sgfs.errors import SgfsError  # noqa: E402
 
 SEED = 34
 MODEL = "mockllm/model"
-ROWS_CODE = "import pandas as pd; print(len(pd.read_csv('yamada-4/25/lineA.csv')))"
+ROWS_FILE = "yamada_aggregation=SKUstore/forecast_model=Prophet/horizon_wk=4.csv"
+ROWS_CODE = f"import pandas as pd; print(len(pd.read_csv('{ROWS_FILE}')))"
 # question id -> the tool calls the scripted model makes, in order, then its final text (None: it crashes;
 # "{tool}": the text of the last tool result)
 SCRIPT: dict[str, tuple[list[tuple[str, dict[str, Any]]], str | None]] = {
@@ -130,7 +131,7 @@ def test_log_counts_tokens_and_tool_calls(eval_log: Any) -> None:
     assert "no such file or directory: 34/nope.md" in tool_messages[0].error.message
     assert tool_messages[1].text == "".join(repo(SEED).read("README.md").decode().splitlines(keepends=True)[:5])
     rows = next(m for m in samples["34-count_rows-1"].messages if isinstance(m, ChatMessageTool))
-    assert rows.text.strip() == str(repo(SEED).read("yamada-4/25/lineA.csv").count(b"\n") - 1)
+    assert rows.text.strip() == str(repo(SEED).read(ROWS_FILE).count(b"\n") - 1)
     assert samples["34-abstract-1"].error is not None
 
 
@@ -170,9 +171,9 @@ def test_records_from_the_log(eval_log: Any) -> None:
     prefix = records["34-prefix-1"]
     assert prefix["abstained"] and prefix["correct"] and not prefix["answerable"] and prefix["truth"] == "not possible"
     rows = records["34-count_rows-1"]
-    assert rows["correct"] and rows["answer"] == "71" and rows["tool_calls"] == 1
+    assert rows["correct"] and rows["answer"] == "142" and rows["tool_calls"] == 1
     # what the Python code opened, as its audit hook saw it
-    assert rows["files_read"] == ["yamada-4/25/lineA.csv"] and rows["evidence_recall"] == 1.0
+    assert rows["files_read"] == [ROWS_FILE] and rows["evidence_recall"] == 1.0
     assert records["34-extension-1"]["status"] == "no_answer"
     crashed = records["34-abstract-1"]
     assert crashed["status"] == "crash" and crashed["correct"] is None
@@ -247,8 +248,8 @@ def test_samples_and_parameters() -> None:
     samples = to_samples(expand_variants(records, ["template", "paraphrase_2"]))
     assert len(samples) == 2 * len(records)
     rows = next(s for s in samples if s.id == "34-count_rows-1:paraphrase_2")
-    assert "yamada-4/25/lineA.csv" in str(rows.input) and "{path}" not in str(rows.input)
-    assert rows.metadata is not None and rows.metadata["record"]["answer"] == 71
+    assert ROWS_FILE in str(rows.input) and "{path}" not in str(rows.input)
+    assert rows.metadata is not None and rows.metadata["record"]["answer"] == 142
     assert render("{path} and {other}", {"path": "a/b"}) == "a/b and {other}"
     assert len(infinite_science(seeds="34", variant="all", per_type=1).dataset) == 4 * len(records)
     for arguments, message in (

@@ -26,10 +26,11 @@ from tests.helpers import repo
 
 mcp = pytest.importorskip("mcp")
 
-CSV_SEED = 34  # 17 files, csv, with a README
-XLSX_SEED = 22  # 15 files, xlsx
-CSV_FILE = "quinn-10/200/lineA.csv"
-XLSX_FILE = "BKumar/season_autumn/site_siteA.xlsx"
+CSV_SEED = 34  # 15 files, csv, with a README
+XLSX_SEED = 22  # 16 files, xlsx
+CSV_FILE = "quinn_aggregation=SKUstore/forecast_model=ARIMA/horizon_wk=4.csv"
+TOP = CSV_FILE.split("/")[0]
+XLSX_FILE = "BKumar/n_system=cropsoil/oxygen_condition=hypoxic.xlsx"
 TOOL_NAMES = {"list_directory", "directory_tree", "read_text_file", "read_binary_file", "get_file_info", "search_files"}
 SGFS = [sys.executable, "-c", "import sys; from sgfs.cli import main; sys.argv[0] = 'sgfs'; main()"]
 
@@ -102,12 +103,12 @@ def test_listing_tree_info_and_search() -> None:
     assert "type: directory" in t.get_file_info(str(CSV_SEED))
     csvs = t.search_files(str(CSV_SEED), "*.csv").splitlines()
     assert sorted(csvs) == sorted(f"{CSV_SEED}/{p}" for p in r.file_paths() if p.endswith(".csv"))
-    deep = t.search_files(f"{CSV_SEED}/quinn-10", "**/line?.csv").splitlines()
-    assert sorted(deep) == sorted(f"{CSV_SEED}/{p}" for p in r.file_paths() if p.startswith("quinn-10/"))
-    assert t.search_files(f"{CSV_SEED}/quinn-10", "*/lineA.csv").splitlines() == [
-        line for line in deep if line.endswith("/lineA.csv") and line.count("/") == 3
+    deep = t.search_files(f"{CSV_SEED}/{TOP}", "**/horizon_wk=*.csv").splitlines()
+    assert sorted(deep) == sorted(f"{CSV_SEED}/{p}" for p in r.file_paths() if p.startswith(f"{TOP}/"))
+    assert t.search_files(f"{CSV_SEED}/{TOP}", "*/horizon_wk=4.csv").splitlines() == [
+        line for line in deep if line.endswith("/horizon_wk=4.csv") and line.count("/") == 3
     ]
-    assert t.search_files(str(CSV_SEED), "quinn-*").splitlines()[0].endswith("/")
+    assert t.search_files(str(CSV_SEED), "quinn_*").splitlines()[0].endswith("/")
     assert "no matches" in t.search_files(str(CSV_SEED), "*.parquet")
 
 
@@ -115,7 +116,7 @@ def test_tool_errors_are_clear() -> None:
     t = tools()
     assert "no such file or directory: 34/nope.csv" in failure(lambda: t.read_text_file("34/nope.csv"))
     assert "no such file" in failure(lambda: t.list_directory("999/nope"))
-    assert "is a directory" in failure(lambda: t.read_text_file("34/quinn-10"))
+    assert "is a directory" in failure(lambda: t.read_text_file(f"34/{TOP}"))
     assert "is a directory" in failure(lambda: t.read_binary_file("/"))
     assert "not a directory" in failure(lambda: t.list_directory(f"34/{CSV_FILE}"))
     assert "not a directory" in failure(lambda: t.search_files(f"34/{CSV_FILE}", "*"))
@@ -172,7 +173,7 @@ def test_mcp_in_memory() -> None:
         assert base64.b64decode(json.loads(text(binary))["base64"]) == repo(XLSX_SEED).read(XLSX_FILE)
         for arguments, message in (
             ({"path": "34/nope.csv"}, "no such file or directory: 34/nope.csv"),
-            ({"path": "34/quinn-10"}, "is a directory"),
+            ({"path": f"34/{TOP}"}, "is a directory"),
             ({"path": f"34/{CSV_FILE}", "head": 2, "tail": 2}, "head or tail, not both"),
             ({"path": "seventeen/a.csv"}, "bad seed 'seventeen'"),
         ):

@@ -15,8 +15,8 @@ from sgfs.agents.pytool import PythonLimits, Workspaces, materialise, run_python
 from sgfs.store.source import MountSource
 from tests.helpers import repo
 
-SEED = 34  # csv, 17 files, with a README
-FILE = "quinn-10/200/lineA.csv"
+SEED = 34  # csv, 15 files, with a README
+FILE = "quinn_aggregation=SKUstore/forecast_model=ARIMA/horizon_wk=4.csv"
 FAST = PythonLimits(timeout_s=20)
 
 
@@ -68,15 +68,15 @@ def test_runs_code_in_the_repository(workspace: Path) -> None:
 def test_files_opened_are_recorded(workspace: Path) -> None:
     code = (
         "import glob, os\n"
-        "os.chdir('quinn-10')\n"
-        "for path in sorted(glob.glob('*/line*.csv'))[:2] + ['../README.md', 'missing.csv', '.']:\n"
+        "os.chdir('quinn_aggregation=SKUstore')\n"
+        "for path in sorted(glob.glob('*/horizon_wk=*.csv'))[:2] + ['../README.md', 'missing.csv', '.']:\n"
         "    try:\n"
         "        open(path).read(1)\n"
         "    except OSError:\n"
         "        pass\n"
     )
     result = run_python(code, workspace, FAST)
-    first_two = sorted(p for p in repo(SEED).file_paths() if p.startswith("quinn-10/"))[:2]
+    first_two = sorted(p for p in repo(SEED).file_paths() if p.startswith("quinn_aggregation=SKUstore/"))[:2]
     assert result.exit_code == 0, result.output
     assert result.files_opened == sorted(["README.md", *first_two])  # not a missing file, not a directory
     assert run_shell("cat README.md", workspace, FAST).files_opened == []  # a command is not audited

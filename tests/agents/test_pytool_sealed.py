@@ -265,7 +265,7 @@ def test_the_sandbox_dies_with_its_server(workspace: Path) -> None:
 def test_numpy_pandas_and_the_repository_still_work(workspace: Path) -> None:
     code = textwrap.dedent("""
         import numpy as np, pandas as pd, scipy.stats, tempfile, os
-        frame = pd.read_csv('quinn-10/200/lineA.csv')
+        frame = pd.read_csv('quinn_aggregation=SKUstore/forecast_model=ARIMA/horizon_wk=4.csv')
         print(len(frame), float(np.mean(np.arange(10))))
         with tempfile.NamedTemporaryFile(dir=os.environ['TMPDIR']) as handle:
             handle.write(b'scratch')
@@ -273,7 +273,7 @@ def test_numpy_pandas_and_the_repository_still_work(workspace: Path) -> None:
     """)
     result = run_python(code, workspace, FAST)
     assert result.exit_code == 0 and result.output.splitlines()[-1] == "ok", result.output
-    assert result.files_opened == ["quinn-10/200/lineA.csv"]
+    assert result.files_opened == ["quinn_aggregation=SKUstore/forecast_model=ARIMA/horizon_wk=4.csv"]
 
 
 def test_no_sandbox_means_nothing_runs(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 
 import pytest
 
 from generators import expr
 from generators.builders.procedural import build_spec
-from generators.data_files import taxonomy, vocabularies
+from generators.data_files import taxonomy
 from generators.spec import (
     CONTINUOUS_DISTRIBUTIONS,
     DATE_FORMATS,
@@ -34,7 +35,6 @@ def test_taxonomy_size_and_order() -> None:
     assert len(fields) >= 22 and len(domains) >= 244 and len(subdomains) >= 780
     assert [f.slug for f in fields] == sorted(f.slug for f in fields)
     assert all(s.description.endswith(".") and "\n" not in s.description for s in subdomains)
-    assert set(vocabularies()) == {f.slug for f in fields}
 
 
 def test_diversity_over_a_thousand_seeds() -> None:
@@ -61,7 +61,7 @@ def test_diversity_over_a_thousand_seeds() -> None:
 def test_every_spec_is_well_formed() -> None:
     for spec in specs()[:300]:
         columns = spec.variables
-        assert 7 <= len(columns) <= 19, spec.seed
+        assert 5 <= len(columns) <= 16, spec.seed
         roles = collections.Counter(v.role for v in columns)
         assert roles["identifier"] == 1 and roles["datetime"] == 1 and roles["dependent"] >= 1
         assert roles["independent"] >= 1
@@ -78,22 +78,32 @@ def test_every_spec_is_well_formed() -> None:
         assert spec.project.title and spec.project.abstract
 
 
+_STATED = (
+    (re.compile(r"(?P<y>.+) increases? with (?P<x>.+?)(?:, with diminishing returns| and levels? off.*)?\."), 1),
+    (re.compile(r"Higher (?P<x>.+) raises (?P<y>.+)\."), 1),
+    (re.compile(r"(?P<y>.+) rises? as (?P<x>.+) increases\."), 1),
+    (re.compile(r"(?P<y>.+) decreases? as (?P<x>.+) increases\."), -1),
+    (re.compile(r"Higher (?P<x>.+) lowers (?P<y>.+)\."), -1),
+    (re.compile(r"(?P<y>.+) falls? with increasing (?P<x>.+)\."), -1),
+)
+
+
 def test_hypotheses_follow_the_coefficients() -> None:
-    """A stated 'higher X increases Y' must hold in the synthesised data on average."""
+    """A stated "Y increases with X" (or "Higher X lowers Y"...) must hold in the synthesised data on average."""
     import numpy as np
 
     from generators import Repository
 
     checked = 0
-    for spec in specs()[:60]:
+    for spec in specs()[:80]:
         repository = Repository(spec)
+        by_name = {v.name.lower(): v for v in spec.variables}
         for hypothesis in spec.project.description.hypotheses:
-            if not hypothesis.startswith("Higher ") or " increases " not in hypothesis:
+            match, direction = next(((m, d) for p, d in _STATED if (m := p.fullmatch(hypothesis))), (None, 0))
+            if match is None:
                 continue
-            source, outcome_name = hypothesis[len("Higher ") : -1].split(" increases ")
-            driver = next((v for v in spec.variables if v.name == source and v.role == "independent"), None)
-            outcome = next((v for v in spec.variables if v.name == outcome_name), None)
-            if driver is None or outcome is None or driver.type == "categorical":
+            driver, outcome = by_name.get(match["x"].lower()), by_name.get(match["y"].lower())
+            if driver is None or outcome is None or driver.role != "independent" or driver.type == "categorical":
                 continue
             xs, ys = [], []
             for path in repository.tree.file_paths[:8]:
@@ -102,9 +112,9 @@ def test_hypotheses_follow_the_coefficients() -> None:
                 ys += table.column(outcome.column).values.tolist()
             if np.std(xs) > 0 and np.std(ys) > 0:
                 # Other terms add noise; the stated direction must not be contradicted strongly.
-                assert np.corrcoef(xs, ys)[0, 1] > -0.2, (spec.seed, hypothesis)
+                assert direction * np.corrcoef(xs, ys)[0, 1] > -0.2, (spec.seed, hypothesis)
                 checked += 1
-    assert checked >= 10
+    assert checked >= 20
 
 
 @pytest.mark.parametrize("seed", [0, 2**63 - 1, 2**62 + 12345])

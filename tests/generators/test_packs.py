@@ -45,15 +45,15 @@ def tamper(path: Path, sql: str, *args: object) -> None:
 
 def hostile_spec_text(seed: int, edit: str) -> str:
     data = build_spec(seed).to_dict()
-    dependent = next(i for i, v in enumerate(data["variables"]) if v["role"] == "dependent")
-    independent = next(
-        i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == "categorical"
-    )
     if edit == "expression":
+        dependent = next(i for i, v in enumerate(data["variables"]) if v["role"] == "dependent")
         data["variables"][dependent]["expression"] = "__import__('os').system('touch pwned')"
     elif edit == "traversal":
         data["path_variables"][0]["values"][0] = "../../etc"
     elif edit == "na":
+        independent = next(
+            i for i, v in enumerate(data["variables"]) if v["role"] == "independent" and v["type"] == "categorical"
+        )
         data["variables"][independent]["categories"][0] = "NA"
     elif edit == "size":
         data["params"]["rows_max"] = 100_000
@@ -122,8 +122,8 @@ def test_digest_mismatch_is_detected(tmp_path: Path) -> None:
     ],
 )
 def test_hostile_specs_are_refused_with_seed_and_field(tmp_path: Path, edit: str, field: str) -> None:
-    seed = 4
-    path = procedural_pack(tmp_path / "p.sgfspack", "3-5")
+    seed = 12  # every kind of column, for the edits to reach
+    path = procedural_pack(tmp_path / "p.sgfspack", "11-13")
     put_raw(path, seed, hostile_spec_text(seed, edit))
     with SpecPack.open(path) as pack, pytest.raises(PackError) as caught:
         pack.spec(seed)
@@ -136,7 +136,7 @@ def test_hostile_specs_are_refused_with_seed_and_field(tmp_path: Path, edit: str
         assert f"seed {seed}: refused" in line
     assert not Path("pwned").exists()
     # Other seeds of the pack still work; verify names the bad one.
-    assert cli("digest", 3, "--specs", path).stdout.strip() == generators.repository(3).digest()
+    assert cli("digest", 11, "--specs", path).stdout.strip() == generators.repository(11).digest()
     assert f"seed {seed}: refused" in cli("specs", "verify", path).stderr
 
 
@@ -170,7 +170,7 @@ def test_procedural_pack_gives_identical_repositories(tmp_path: Path) -> None:
     assert cli("tree", 6, "--specs", path).stdout == cli("tree", 6).stdout
     with SpecPack.open(path) as pack:
         assert {e.status for e in pack.entries()} == {"generated"}
-        assert pack.metadata["backend"] == "procedural" and pack.metadata["prompt_version"] == "v1"
+        assert pack.metadata["backend"] == "procedural" and pack.metadata["prompt_version"] == "v2"
 
 
 class Interrupting(ProceduralBackend):
@@ -306,13 +306,13 @@ def test_seeds_outside_the_pack(tmp_path: Path) -> None:
 
 def test_add_refuses_invalid_specs(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text(hostile_spec_text(2, "expression"))
+    bad.write_text(hostile_spec_text(12, "expression"))
     pack = tmp_path / "p.sgfspack"
     line = one_line_error(cli("specs", "add", pack, bad))
     assert "bad.json" in line and "expression" in line
     assert not pack.exists() or SpecPack.open(pack).seeds() == []
     big = tmp_path / "big.json"
-    big.write_text(hostile_spec_text(2, "size"))
+    big.write_text(hostile_spec_text(12, "size"))
     assert "params.rows_max" in one_line_error(cli("specs", "add", pack, big))
 
 

@@ -42,6 +42,17 @@ def small_seeds(max_files: int = 40, per_extension: int = 2) -> dict[str, list[i
     raise AssertionError(f"not enough small repositories: {found}")
 
 
+@functools.cache
+def small_csv_with_readme(max_files: int = 40) -> int:
+    """A small csv repository whose README is its first file in sorted order (tests that look at one top file)."""
+    for seed in range(1, 2000):
+        r = repo(seed)
+        paths = r.file_paths()
+        if r.spec.extension == "csv" and len(paths) <= max_files and paths[0] == README_NAME:
+            return seed
+    raise AssertionError("no small csv repository with a README first")
+
+
 class FailingRepository(Repository):
     """Repository whose files named in ``broken`` fail to synthesise."""
 

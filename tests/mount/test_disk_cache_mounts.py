@@ -10,7 +10,7 @@ import pytest
 
 from sgfs.store.diskcache import INDEX_NAME, DiskCache
 from sgfs.store.source import MIB, MountSource
-from tests.helpers import data_files, entry_files, repo, small_seeds
+from tests.helpers import data_files, entry_files, repo, small_csv_with_readme, small_seeds
 from tests.helpers.commands import cli, one_line_error
 from tests.helpers.mounts import files_under, mounted
 
@@ -37,7 +37,7 @@ def test_a_second_mount_starts_warm_and_damage_is_regenerated(tmp_path: Path) ->
 
 @pytest.mark.fuse
 def test_no_disk_cache_writes_nothing(tmp_path: Path) -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     home = tmp_path / "home"
     os.environ["XDG_CACHE_HOME"], previous = str(home), os.environ["XDG_CACHE_HOME"]
     try:

@@ -29,7 +29,7 @@ import pytest
 
 from generators import MAX_SEED
 from sgfs.mount.control import FSTYPE, mount_type
-from tests.helpers import EXTENSIONS, repo, small_seeds
+from tests.helpers import EXTENSIONS, repo, small_csv_with_readme, small_seeds
 from tests.helpers.commands import SGFS, cli, one_line_error, sgfs, wait_until
 from tests.helpers.mounts import daemon_pid, files_under, force_unmount, is_mounted, mounted, require_fuse, rss_kib
 
@@ -326,7 +326,7 @@ sys.exit(main(sys.argv[2:]))
 @pytest.mark.fuse
 def test_generation_failure_answers_eio_and_keeps_serving(tmp_path: Path) -> None:
     require_fuse()
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     good, bad = repo(seed).file_paths()[:2]
     mnt, log = tmp_path / "mnt", tmp_path / "daemon.log"
     mnt.mkdir()

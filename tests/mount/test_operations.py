@@ -14,7 +14,7 @@ from sgfs.mount.audit import AuditedFilesystem
 from sgfs.mount.inodes import ROOT_INO
 from sgfs.mount.operations import DirEntry, SgfsFilesystem
 from sgfs.store.source import MountSource
-from tests.helpers import FailingRepository, at_hand, repo, small_seeds
+from tests.helpers import FailingRepository, at_hand, repo, small_csv_with_readme, small_seeds
 from tests.helpers.mounts import Sink
 
 
@@ -68,7 +68,7 @@ def test_fuse_layer_maps_errors_to_errno(caplog: pytest.LogCaptureFixture) -> No
 
 
 def test_listings_page_through_offsets_and_audit_once() -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     sink = Sink()
     fs = AuditedFilesystem(MountSource([seed]), sink)
     top = fs.lookup(ROOT_INO, str(seed))
@@ -104,7 +104,7 @@ def test_listings_page_through_offsets_and_audit_once() -> None:
 def test_answers_at_hand_never_build_or_synthesise() -> None:
     """What the request loop's thread answers itself (``*_known``) comes from memos and memory only: None until
     the full request has run, then the same answer as the full request, and never for a malformed path."""
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     fs = SgfsFilesystem(MountSource([seed], factory=generators.repository))
     source = fs.source
     assert at_hand(fs.lookup, ROOT_INO, str(seed)) is None and source.cache_info().repositories == 0

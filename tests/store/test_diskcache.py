@@ -12,7 +12,7 @@ import pytest
 import generators
 from sgfs.store.diskcache import INDEX_NAME, DiskCache, default_cache_dir, read_through, repository_key
 from sgfs.store.source import MIB, MountSource
-from tests.helpers import at_hand, data_files, entry_files, repo, small_seeds
+from tests.helpers import at_hand, data_files, entry_files, repo, small_csv_with_readme
 
 
 def test_default_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_damaged_entries_are_never_served(tmp_path: Path, damage: str) -> None:
 
 
 def test_damaged_entry_through_the_source_is_regenerated(tmp_path: Path) -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     path = data_files(repo(seed))[0]
     expected = repo(seed).read(path)
     MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB)).read(f"/{seed}/{path}", 1 << 30, 0)
@@ -83,7 +83,7 @@ def test_reads_at_hand_come_from_the_disk_cache_and_never_serve_damage(
     INLINE_DISK_READ, or one whose size is not known yet, is left to ``read``."""
     from sgfs.store import source as source_module
 
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     r = repo(seed)
     filler = MountSource([seed], disk=DiskCache(tmp_path, 64 * MIB))
     for path in r.file_paths():
@@ -184,7 +184,7 @@ def test_concurrent_writers_and_readers(tmp_path: Path) -> None:
 def test_swapped_or_copied_entries_are_never_served(tmp_path: Path) -> None:
     """Every entry carries its key (generator version, repository, path) inside its checksummed header: an entry
     file swapped with another's, or copied over it, is refused and regenerated, never served as the other path."""
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     truth = generators.repository(seed)
     first, second = data_files(truth)[:2]
     expected = {first: truth.read(first), second: truth.read(second)}

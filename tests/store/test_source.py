@@ -16,7 +16,7 @@ from generators.paths import README_NAME
 from sgfs.store.diskcache import INDEX_NAME, DiskCache, repository_key
 from sgfs.store.source import MIB, GenerationError, MountSource, Stat, seed_from_name
 from sgfs.store.synthpool import SynthesisPool
-from tests.helpers import FailingRepository, data_files, repo, small_seeds
+from tests.helpers import FailingRepository, data_files, repo, small_csv_with_readme, small_seeds
 
 
 def test_second_source_starts_warm_from_disk(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_prefetch_batches_are_spread_over_the_workers_and_leave_the_readme(pool:
         asked.append(list(paths))
         return real(repo_key, spec, paths, keep)
 
-    for seed in (285, small_seeds()["csv"][0]):
+    for seed in (285, small_csv_with_readme()):
         r = repo(seed)
         asked.clear()
         source = MountSource([seed], pool=pool)
@@ -81,7 +81,7 @@ def test_prefetch_batches_are_spread_over_the_workers_and_leave_the_readme(pool:
 def test_sizes_the_pool_measured_stay_on_disk_without_the_bytes(pool: SynthesisPool, tmp_path: Path) -> None:
     """Sizes always: a prefetch's measured sizes go to the disk cache's index at once, so a mount that ends
     before its files are assembled (here: no encode ever runs) leaves them to the next mount."""
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     r = repo(seed)
 
     def no_encode(*args: object, **kwargs: object) -> None:
@@ -119,7 +119,7 @@ def test_prefetch_picks_own_files_then_the_subtree_in_path_order_once() -> None:
 
 
 def test_a_second_source_asks_the_pool_nothing_for_sizes_on_disk(tmp_path: Path) -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     r = repo(seed)
     first = MountSource([seed], disk=DiskCache(tmp_path, 256 * MIB))
     for path in r.file_paths():
@@ -168,7 +168,7 @@ def test_reads_racing_a_prefetch_synthesise_once(pool: SynthesisPool) -> None:
 
 
 def test_stat_without_synthesis_never_synthesises(tmp_path: Path) -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     r = repo(seed)
     folder = next(e.name for e in r.list("") if e.is_dir)
     path = r.file_paths()[-1]
@@ -234,7 +234,7 @@ def test_source_reads_at_offsets() -> None:
 
 
 def test_source_memoises_sizes_and_bounds_the_cache() -> None:
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     paths = [p for p in repo(seed).file_paths() if p != README_NAME]  # the README comes with the repository
     biggest = max(len(repo(seed).read(p)) for p in paths)
     bound = 3 * biggest
@@ -256,7 +256,7 @@ def test_source_memoises_sizes_and_bounds_the_cache() -> None:
 
 def test_source_synthesises_once_under_concurrency() -> None:
     seed = small_seeds()["json"][0]
-    path = f"/{seed}/{repo(seed).file_paths()[0]}"
+    path = f"/{seed}/{next(p for p in repo(seed).file_paths() if p != 'README.md')}"
     source = MountSource([seed])
     barrier = threading.Barrier(16)
     results: list[bytes] = []

@@ -15,7 +15,7 @@ from generators import Repository
 from sgfs.store.diskcache import DiskCache, repository_key
 from sgfs.store.source import MIB, MountSource
 from sgfs.store.synthpool import SynthesisPool
-from tests.helpers import FailingRepository, data_files, repo, small_seeds
+from tests.helpers import FailingRepository, data_files, repo, small_csv_with_readme, small_seeds
 
 
 def ended(processes: list[Any], within: float = 30) -> bool:
@@ -47,7 +47,7 @@ def test_a_worker_that_dies_fails_its_tasks_and_is_replaced() -> None:
         assert wait_for(lambda: doomed.replaced == 1)
         fresh = doomed._workers[0].executor._process  # type: ignore[attr-defined]
         assert fresh.pid != process.pid and fresh.is_alive()
-        seed = small_seeds()["csv"][0]
+        seed = small_csv_with_readme()
         source = MountSource([seed], pool=doomed)
         source.listdir(f"/{seed}")
         assert {p: source.read(f"/{seed}/{p}", 1 << 30, 0) for p in repo(seed).file_paths()} == {
@@ -100,13 +100,15 @@ def test_a_stopped_worker_is_killed_and_replaced_and_its_reads_are_served(caplog
 
 def test_a_busy_worker_that_answers_is_never_killed() -> None:
     """The timeout counts silence, not work: a worker that keeps answering tasks one after another is kept."""
-    r = repo(288)
+    r = repo(288)  # 1 843 files
     busy = SynthesisPool(1, task_timeout_s=0.5)
     try:
         busy.warm(timeout=60)
         paths = data_files(r)
         started = time.monotonic()
-        tasks = [busy.measure("k", r.spec, paths[i : i + 20], keep=False)[1] for i in range(0, len(paths), 20)]
+        # Every file measured three times over: several seconds of work in tasks of 20 files each.
+        chunks = [paths[i : i + 20] for i in range(0, len(paths), 20)] * 3
+        tasks = [busy.measure("k", r.spec, chunk, keep=False)[1] for chunk in chunks]
         sizes = {x.path: x.size for task in tasks for x in task.result(timeout=120)}
         took = time.monotonic() - started
         assert took > 2 * busy.task_timeout_s, took  # far longer than the timeout in all, each task well within
@@ -151,7 +153,7 @@ def test_closing_the_pool_ends_its_processes() -> None:
 def test_a_broken_pool_falls_back_to_the_process() -> None:
     from sgfs.store.source import GenerationError
 
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     bad, good = data_files(repo(seed))[:2]
 
     def factory(s: int) -> Repository:

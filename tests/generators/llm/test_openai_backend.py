@@ -151,7 +151,7 @@ def test_build_against_the_stand_in(stand_in: tuple[StandIn, str], tmp_path: Pat
     with SpecPack.open(pack_path) as pack:
         assert pack.verify() == []
         meta = pack.metadata
-        assert (meta["backend"], meta["model"], meta["prompt_version"]) == ("openai", MODEL, "v1")
+        assert (meta["backend"], meta["model"], meta["prompt_version"]) == ("openai", MODEL, "v2")
         entries = {e.seed: e for e in pack.entries()}
         for seed in (VALID, TIMEOUT, RATE_LIMITED, SERVER_ERROR):
             assert entries[seed].status == "generated" and entries[seed].attempts == 1

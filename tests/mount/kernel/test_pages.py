@@ -15,7 +15,7 @@ from sgfs.mount.kernel.pages import DIRENTPLUS_HEADER, ListingBook, ListingBooks
 from sgfs.mount.operations import SgfsFilesystem
 from sgfs.store.diskcache import DiskCache
 from sgfs.store.source import MIB, MountSource
-from tests.helpers import at_hand, repo, small_seeds
+from tests.helpers import at_hand, repo, small_csv_with_readme, small_seeds
 from tests.helpers.mounts import mounted, require_fuse
 
 TIMEOUT = 86400.0
@@ -56,7 +56,7 @@ def test_book_pages_and_lookups_are_the_page_by_page_ones(tmp_path: Path) -> Non
     from sgfs.mount.kernel.session import LowLevelMount
 
     require_fuse()
-    seeds = [small_seeds()["csv"][0], small_seeds()["log"][1]]
+    seeds = [small_csv_with_readme(), small_seeds()["log"][1]]
     cache = warm_cache(tmp_path, seeds)
     for timeout in (TIMEOUT, 1.5):
         booked, paged = filesystem(cache, seeds), filesystem(cache, seeds)
@@ -128,7 +128,7 @@ def test_an_audited_mount_has_no_books() -> None:
         def record(self, pid: int, kind: str, path: str, size: int) -> None:
             pass
 
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     source = MountSource([seed], factory=generators.repository)
     assert LowLevelMount(SgfsFilesystem(source), TIMEOUT).books is not None
     assert LowLevelMount(AuditedFilesystem(source, Sink()), TIMEOUT).books is None
@@ -136,7 +136,7 @@ def test_an_audited_mount_has_no_books() -> None:
 
 
 def test_books_stay_within_their_budget(tmp_path: Path) -> None:
-    seeds = [small_seeds()["csv"][0], small_seeds()["txt"][0]]
+    seeds = [small_csv_with_readme(), small_seeds()["txt"][0]]
     cache = warm_cache(tmp_path, seeds)
     sizes = []
     for seed in seeds:
@@ -158,7 +158,7 @@ def test_books_stay_within_their_budget(tmp_path: Path) -> None:
 def test_collisions_take_the_page_by_page_path(tmp_path: Path) -> None:
     """A book's records carry hashed numbers: where a path holds another number, or a number another path, the
     book stands aside and counts nothing."""
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     cache = warm_cache(tmp_path, [seed])
     fs = filesystem(cache, [seed])
     books = ListingBooks(fs, TIMEOUT)
@@ -177,7 +177,7 @@ def test_collisions_take_the_page_by_page_path(tmp_path: Path) -> None:
 def test_a_tree_whose_numbers_collide_gets_no_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sgfs.mount.kernel.pages
 
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     cache = warm_cache(tmp_path, [seed])
     fs = filesystem(cache, [seed])
     top = open_folder(fs, f"/{seed}")
@@ -190,7 +190,7 @@ def test_a_tree_whose_numbers_collide_gets_no_book(tmp_path: Path, monkeypatch: 
 def test_a_second_mount_lists_from_books_what_the_first_listed(tmp_path: Path) -> None:
     """`ls -lRi` and `find -printf` of a fresh mount over a warm disk cache (answered from books) equal those of
     a mount without a disk cache (page by page), sizes and inode numbers included; every file reads right."""
-    seeds = [small_seeds()["csv"][0], small_seeds()["xlsx"][0]]
+    seeds = [small_csv_with_readme(), small_seeds()["xlsx"][0]]
     cache = tmp_path / "cache"
     walks = []
     for name, option in (("plain", "--no-disk-cache"), ("first", "--cache-dir"), ("second", "--cache-dir")):
@@ -219,7 +219,7 @@ def test_listed_seeds_are_prepared_before_the_mount_answers(tmp_path: Path) -> N
     from sgfs.mount.kernel.session import LowLevelMount
 
     require_fuse()  # LowLevelMount loads libfuse
-    known, unknown = small_seeds()["csv"][0], small_seeds()["log"][1]
+    known, unknown = small_csv_with_readme(), small_seeds()["log"][1]
     cache = warm_cache(tmp_path, [known])
     fs = filesystem(cache, [unknown, known])
     mount = LowLevelMount(fs, TIMEOUT)

@@ -19,7 +19,7 @@ from sgfs.mount.audit import AuditedFilesystem
 from sgfs.mount.inodes import ROOT_INO, InodeTable, path_ino
 from sgfs.mount.operations import DirEntry, SgfsFilesystem
 from sgfs.store.source import MountSource
-from tests.helpers import repo, small_seeds
+from tests.helpers import repo, small_csv_with_readme, small_seeds
 from tests.helpers.mounts import CountingFilesystem, Sink, require_fuse, served, walk
 
 # -- real mounts, served in this process so that the test sees every request that reaches Python ----------
@@ -31,7 +31,7 @@ def test_warm_walks_stay_in_the_kernel(tmp_path: Path, cache_listings: bool) -> 
     """A plain mount answers OPEN and OPENDIR with ENOSYS once: the kernel keeps listings and pages, so a
     second walk and a second read of every file never reach Python. Without the listing cache
     (--no-listing-cache) every listing does."""
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     fs = CountingFilesystem(MountSource([seed], factory=generators.repository), cache_listings=cache_listings)
     with served(tmp_path / "mnt", fs) as mnt:
         sizes = walk(mnt / str(seed))
@@ -67,7 +67,7 @@ def test_a_request_that_waits_holds_up_no_other(tmp_path: Path) -> None:
     walked and read in full. That needs the kernel told it may send LOOKUPs of one directory in parallel
     (FUSE_PARALLEL_DIROPS, which libfuse 3.14 leaves out of its INIT reply): otherwise it holds the root's
     lock for the waiting LOOKUP and the walk's first LOOKUP waits behind it."""
-    slow, fast = small_seeds()["csv"][0], small_seeds()["log"][1]
+    slow, fast = small_csv_with_readme(), small_seeds()["log"][1]
     building, release = threading.Event(), threading.Event()
 
     def factory(seed: int) -> generators.Repository:
@@ -149,7 +149,7 @@ def test_listing_pages_are_the_bytes_libfuse_writes(plus: bool, timeout: float) 
     from sgfs.mount.operations import Attributes
 
     require_fuse()
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     fs = SgfsFilesystem(MountSource([seed], factory=generators.repository))
     mount = LowLevelMount(fs, timeout)
     entries = [
@@ -229,7 +229,7 @@ def test_open_and_opendir_answers(kernel_skips: bool, audited: bool) -> None:
     from sgfs.mount.kernel import session as lowlevel
     from sgfs.mount.kernel.abi import FileInfo
 
-    seed = small_seeds()["csv"][0]
+    seed = small_csv_with_readme()
     sink = Sink()
     fs = AuditedFilesystem(MountSource([seed]), sink) if audited else SgfsFilesystem(MountSource([seed]))
     mount = lowlevel.LowLevelMount.__new__(lowlevel.LowLevelMount)

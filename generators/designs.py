@@ -1,0 +1,488 @@
+"""Study designs per subdomain: what a study of that subdomain measures, varies and expects (issue 24).
+
+One JSON file per field in ``generators/data/designs/`` holds a design for every subdomain of the field's
+taxonomy (schema: docs/generation.md, "Study designs"). A design names the subdomain's experimental factors
+(path variables), its measured covariates with units, laws and precision, its outcomes with typical values
+and bounds, and the expected direction of every causal relation (``parents``). The procedural builder draws a
+repository's columns from its subdomain's design; ``--counterfactual`` turns some relations against these
+expected directions.
+
+``python scripts/check_designs.py [FILE...]`` checks design files and prints one line per problem.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from generators import expr
+from generators.spec import (
+    CATEGORY_RE,
+    COLUMN_RE,
+    CONTINUOUS_DISTRIBUTIONS,
+    INTEGER_DISTRIBUTIONS,
+    NA_LIKE,
+    PATH_TOKEN_RE,
+    PREFIX_RE,
+    SPECIAL_PLACEHOLDERS,
+)
+
+_FOLDER = "designs"
+SHARED_FILE = "shared.json"
+
+# Unit grammar: symbols joined by "/" or "·" (or "*"), each with an optional integer exponent ("m^2", "s^-1").
+_UNIT_TOKEN_RE = re.compile(r"([^\s/·*^]+)(?:\^(-?[1-9]))?\Z")
+
+
+class DesignError(ValueError):
+    """A design file that breaks the schema or the sanity rules."""
+
+
+@dataclass(frozen=True)
+class Factor:
+    """An experimental condition varied between runs: it becomes a path variable."""
+
+    column: str
+    name: str
+    unit: str
+    description: str
+    values: tuple[str, ...] | tuple[float, ...]
+
+    @property
+    def numeric(self) -> bool:
+        return not isinstance(self.values[0], str)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A covariate recorded on every row (an independent column)."""
+
+    column: str
+    name: str
+    unit: str
+    description: str
+    type: str  # continuous, integer or categorical
+    dist: str = ""
+    params: Mapping[str, float] | None = None
+    decimals: int | None = None
+    values: tuple[str, ...] = ()
+    probs: tuple[float, ...] = ()
+    signed: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A measured response (a dependent column) and the expected direction of each of its causes."""
+
+    column: str
+    name: str
+    unit: str
+    description: str
+    center: float
+    spread: float
+    low: float | None
+    high: float | None
+    decimals: int | None
+    parents: tuple[tuple[str, int], ...]  # (column, +1 / -1 / 0) in file order
+
+
+@dataclass(frozen=True)
+class Identifier:
+    column: str
+    name: str
+    prefix: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Timestamp:
+    column: str
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Design:
+    field: str
+    subdomain: str
+    topic: str  # noun phrase for the subdomain's data: "catalyst screening" -> "catalyst screening files"
+    record: str  # what one row is, singular: "effluent sample"
+    identifiers: tuple[Identifier, ...]
+    timestamp: Timestamp | None
+    factors: tuple[Factor, ...]
+    measures: tuple[Measure, ...]
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every variable name of the design (identifiers and timestamp included)."""
+        names = [i.column for i in self.identifiers]
+        if self.timestamp is not None:
+            names.append(self.timestamp.column)
+        names += [f.column for f in self.factors] + [m.column for m in self.measures]
+        return tuple(names + [o.column for o in self.outcomes])
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------------
+class _Obj:
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, dict):
+            raise DesignError(f"{where}: expected an object")
+        self.data: dict[str, Any] = data
+        self.where = where
+
+    def check_keys(self, required: Iterable[str], optional: Iterable[str] = ()) -> None:
+        required = tuple(required)
+        missing = [k for k in required if k not in self.data]
+        if missing:
+            raise DesignError(f"{self.where}.{missing[0]}: missing")
+        extra = sorted(set(self.data) - set(required) - set(optional))
+        if extra:
+            raise DesignError(f"{self.where}.{extra[0]}: unknown field")
+
+    def text(self, key: str, pattern: re.Pattern[str] | None = None, empty: bool = False, limit: int = 200) -> str:
+        value = self.data.get(key, "" if empty else None)
+        where = f"{self.where}.{key}"
+        if not isinstance(value, str):
+            raise DesignError(f"{where}: expected a string")
+        if not value and not empty:
+            raise DesignError(f"{where}: must not be empty")
+        if len(value) > limit or any(c in value for c in "\n\t\r\x00"):
+            raise DesignError(f"{where}: one line of at most {limit} characters")
+        if value and pattern is not None and pattern.fullmatch(value) is None:
+            raise DesignError(f"{where}: invalid value {value!r}")
+        return value
+
+    def number(self, key: str, allow_none: bool = False) -> float | None:
+        value = self.data.get(key)
+        if value is None and allow_none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DesignError(f"{self.where}.{key}: expected a number")
+        return float(value)
+
+    def decimals(self) -> int | None:
+        value = self.data.get("decimals")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 6:
+            raise DesignError(f"{self.where}.decimals: expected an integer in [0, 6]")
+        return value
+
+    def items(self, key: str, low: int, high: int) -> list[_Obj]:
+        value = self.data.get(key)
+        if not isinstance(value, list) or not low <= len(value) <= high:
+            raise DesignError(f"{self.where}.{key}: expected a list of {low} to {high} objects")
+        return [_Obj(v, f"{self.where}.{key}[{i}]") for i, v in enumerate(value)]
+
+
+def parse_unit(unit: str) -> tuple[tuple[str, int], ...]:
+    """The unit's symbols with exponents; raise :class:`DesignError` on a unit outside the grammar or registry."""
+    if unit == "":
+        return ()
+    symbols = units()
+    parts: list[tuple[str, int]] = []
+    for position, chunk in enumerate(re.split(r"(/|·|\*)", unit)):
+        if position % 2:
+            continue
+        match = _UNIT_TOKEN_RE.fullmatch(chunk)
+        if match is None or match.group(1) not in symbols:
+            raise DesignError(f"unit {unit!r}: {chunk!r} is not a known unit symbol (generators/data/units.json)")
+        parts.append((match.group(1), int(match.group(2) or 1)))
+    return tuple(parts)
+
+
+def _factor(o: _Obj) -> Factor:
+    o.check_keys(("column", "name", "unit", "description", "values"))
+    raw = o.data["values"]
+    if not isinstance(raw, list) or not 3 <= len(raw) <= 8:
+        raise DesignError(f"{o.where}.values: expected 3 to 8 levels")
+    values: tuple[str, ...] | tuple[float, ...]
+    if all(isinstance(v, str) for v in raw):
+        for v in raw:
+            if PATH_TOKEN_RE.fullmatch(v) is None or v in NA_LIKE:
+                raise DesignError(f"{o.where}.values: {v!r} is not a path token (letters, digits and '.')")
+        values = tuple(raw)
+    elif all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw):
+        values = tuple(float(v) for v in raw)
+        if list(values) != sorted(values):
+            raise DesignError(f"{o.where}.values: numeric levels must be in increasing order")
+    else:
+        raise DesignError(f"{o.where}.values: all strings or all non-negative numbers")
+    if len(set(values)) != len(values):
+        raise DesignError(f"{o.where}.values: levels must be distinct")
+    unit = o.text("unit", empty=True)
+    _unit_ok(unit, o.where)
+    return Factor(o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), values)
+
+
+def _unit_ok(unit: str, where: str) -> None:
+    try:
+        parse_unit(unit)
+    except DesignError as exc:
+        raise DesignError(f"{where}.unit: {exc}") from None
+
+
+def _measure(o: _Obj) -> Measure:
+    kind = o.data.get("type")
+    column, name = o.text("column", COLUMN_RE), o.text("name")
+    if kind == "categorical":
+        o.check_keys(("column", "name", "description", "type", "values", "probs"), ("unit",))
+        values = o.data["values"]
+        probs = o.data["probs"]
+        if not isinstance(values, list) or not 2 <= len(values) <= 8:
+            raise DesignError(f"{o.where}.values: expected 2 to 8 categories")
+        for v in values:
+            if not isinstance(v, str) or CATEGORY_RE.fullmatch(v) is None or v in NA_LIKE:
+                raise DesignError(f"{o.where}.values: {v!r} is not a valid category")
+            if _looks_numeric(v):  # a reader would take the column for a number: write "PS 1", "Q3", "N256"
+                raise DesignError(f"{o.where}.values: category {v!r} reads as a number")
+        if len(set(values)) != len(values):
+            raise DesignError(f"{o.where}.values: categories must be distinct")
+        if (
+            not isinstance(probs, list)
+            or len(probs) != len(values)
+            or not all(isinstance(p, int | float) and not isinstance(p, bool) and p > 0 for p in probs)
+            or abs(sum(probs) - 1.0) > 1e-6
+        ):
+            raise DesignError(f"{o.where}.probs: one positive probability per category, summing to 1")
+        return Measure(column, name, "", o.text("description"), "categorical", values=tuple(values), probs=tuple(probs))
+    if kind not in ("continuous", "integer"):
+        raise DesignError(f"{o.where}.type: expected continuous, integer or categorical")
+    o.check_keys(("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed"))
+    table = CONTINUOUS_DISTRIBUTIONS if kind == "continuous" else INTEGER_DISTRIBUTIONS
+    dist = o.text("dist")
+    if dist not in table:
+        raise DesignError(f"{o.where}.dist: {dist!r} is not one of {', '.join(table)}")
+    params_obj = _Obj(o.data["params"], f"{o.where}.params")
+    params_obj.check_keys(table[dist])
+    params = {k: float(params_obj.number(k) or 0.0) for k in table[dist]}
+    signed = o.data.get("signed", False)
+    if not isinstance(signed, bool):
+        raise DesignError(f"{o.where}.signed: expected true or false")
+    unit = o.text("unit", empty=True)
+    _unit_ok(unit, o.where)
+    measure = Measure(
+        column, name, unit, o.text("description"), kind, dist, params, o.decimals() if kind == "continuous" else None,
+        signed=signed,
+    )  # fmt: skip
+    _sane_law(measure, o.where)
+    return measure
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _sane_law(m: Measure, where: str) -> None:
+    from generators.spec import _distribution_problem  # one definition of a valid law
+
+    assert m.params is not None
+    problem = _distribution_problem(m.dist, m.params)
+    if problem:
+        raise DesignError(f"{where}.params: {problem}")
+    if m.dist == "normal" and not m.signed and m.params["mean"] < 4 * m.params["sd"]:
+        raise DesignError(
+            f'{where}.params: a normal law with mean < 4 sd gives negative values; narrow it or set "signed": true'
+        )
+    if m.dist == "uniform" and not m.signed and m.params["low"] < 0:
+        raise DesignError(f'{where}.params: negative low without "signed": true')
+
+
+def _outcome(o: _Obj) -> Outcome:
+    o.check_keys(("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"), ("decimals",))
+    center, spread = o.number("center"), o.number("spread")
+    low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
+    assert center is not None and spread is not None
+    if spread <= 0:
+        raise DesignError(f"{o.where}.spread: must be positive")
+    if low is not None and center - spread < low:
+        raise DesignError(f"{o.where}: center - spread falls below min")
+    if high is not None and center + spread > high:
+        raise DesignError(f"{o.where}: center + spread exceeds max")
+    parents = o.data["parents"]
+    if not isinstance(parents, dict) or not 1 <= len(parents) <= 4:
+        raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
+    for column, direction in parents.items():
+        if direction not in (-1, 0, 1) or isinstance(direction, bool):
+            raise DesignError(f"{o.where}.parents.{column}: expected 1, -1 or 0")
+    unit = o.text("unit", empty=True)
+    _unit_ok(unit, o.where)
+    return Outcome(
+        o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
+        o.decimals(), tuple((str(c), int(d)) for c, d in parents.items()),
+    )  # fmt: skip
+
+
+def _design(field: str, data: object, where: str) -> Design:
+    o = _Obj(data, where)
+    o.check_keys(("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"), ("timestamp",))
+    identifiers = []
+    for item in o.items("identifiers", 1, 2):
+        item.check_keys(("column", "name", "prefix", "description"))
+        prefix = item.text("prefix", PREFIX_RE)
+        column, name = item.text("column", COLUMN_RE), item.text("name")
+        identifiers.append(Identifier(column, name, prefix, item.text("description")))
+    timestamp = None
+    if "timestamp" in o.data:
+        t = _Obj(o.data["timestamp"], f"{where}.timestamp")
+        t.check_keys(("column", "name", "description"))
+        timestamp = Timestamp(t.text("column", COLUMN_RE), t.text("name"), t.text("description"))
+    design = Design(
+        field=field,
+        subdomain=o.text("subdomain"),
+        topic=o.text("topic", limit=60),
+        record=o.text("record", limit=60),
+        identifiers=tuple(identifiers),
+        timestamp=timestamp,
+        factors=tuple(_factor(f) for f in o.items("factors", 3, 6)),
+        measures=tuple(_measure(m) for m in o.items("measures", 3, 8)),
+        outcomes=tuple(_outcome(y) for y in o.items("outcomes", 2, 6)),
+    )
+    _cross_checks(design, where)
+    return design
+
+
+def _cross_checks(d: Design, where: str) -> None:
+    columns = d.columns
+    for column in columns:
+        if columns.count(column) > 1:
+            raise DesignError(f"{where}: column {column!r} is used twice")
+        if column in SPECIAL_PLACEHOLDERS or column in expr.RESERVED_NAMES or "__" in column:
+            raise DesignError(f"{where}: column {column!r} is a reserved name")
+    causes = {f.column for f in d.factors} | {m.column for m in d.measures}
+    categorical = {f.column for f in d.factors if not f.numeric} | {
+        m.column for m in d.measures if m.type == "categorical"
+    }
+    for outcome in d.outcomes:
+        for parent, direction in outcome.parents:
+            if parent not in causes:
+                raise DesignError(
+                    f"{where}: outcome {outcome.column!r} has parent {parent!r}, which is not a factor, a measure or "
+                    "an earlier outcome"
+                )
+            if parent in categorical and direction != 0:
+                raise DesignError(f"{where}: {outcome.column!r}: categorical parent {parent!r} needs direction 0")
+        causes.add(outcome.column)
+    # Every factor and most measures should matter to something, or the study would not record them.
+    used = {p for o in d.outcomes for p, _ in o.parents}
+    idle = [f.column for f in d.factors if f.column not in used]
+    if idle:
+        raise DesignError(f"{where}: factor {idle[0]!r} is a parent of no outcome")
+
+
+def load_file(text: str, taxonomy_field: Any, where: str) -> tuple[Design, ...]:
+    """Parse one field's design file against the field's taxonomy entry (:class:`generators.data_files.Field`)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise DesignError(f"{where}: not valid JSON: {exc}") from None
+    top = _Obj(data, where)
+    top.check_keys(("field", "designs"))
+    if top.data["field"] != taxonomy_field.name:
+        raise DesignError(f"{where}.field: {top.data['field']!r} is not {taxonomy_field.name!r}")
+    designs = tuple(_design(taxonomy_field.name, d, f"{where}.designs[{i}]") for i, d in enumerate(top.data["designs"]))
+    expected = [s.name for d in taxonomy_field.domains for s in d.subdomains]
+    got = [d.subdomain for d in designs]
+    for name in expected:
+        if name not in got:
+            raise DesignError(f"{where}: no design for subdomain {name!r}")
+    for name in got:
+        if name not in expected or got.count(name) > 1:
+            raise DesignError(f"{where}: subdomain {name!r} is not in the taxonomy or appears twice")
+    return designs
+
+
+@cache
+def units() -> frozenset[str]:
+    """The unit symbols designs may use."""
+    path = resources.files("generators").joinpath("data", "units.json")
+    return frozenset(json.loads(path.read_text("utf-8"))["symbols"])
+
+
+@cache
+def shared_columns() -> frozenset[str]:
+    """Columns that designs of different domains may share on purpose (temperature, age...)."""
+    path = resources.files("generators").joinpath("data", _FOLDER, SHARED_FILE)
+    return frozenset(json.loads(path.read_text("utf-8"))["columns"])
+
+
+@cache
+def designs() -> dict[tuple[str, str], Design]:
+    """Every design, keyed by (field name, subdomain name)."""
+    from generators.data_files import taxonomy
+
+    root = resources.files("generators").joinpath("data", _FOLDER)
+    out: dict[tuple[str, str], Design] = {}
+    for field in taxonomy():
+        name = f"{field.slug}.json"
+        for design in load_file(root.joinpath(name).read_text("utf-8"), field, name):
+            out[(field.name, design.subdomain)] = design
+    return out
+
+
+def borrowed(field_designs: Mapping[str, tuple[Design, ...]]) -> list[str]:
+    """Columns used by designs of two domains of one field without being declared shared: one line each.
+
+    ``field_designs`` maps a domain name to the designs of its subdomains."""
+    owner: dict[str, str] = {}
+    problems = []
+    shared = shared_columns()
+    for domain, group in field_designs.items():
+        for column in sorted({c for d in group for c in d.columns}):
+            if column in shared:
+                continue
+            if column in owner and owner[column] != domain:
+                problems.append(f"column {column!r} is used in domains {owner[column]!r} and {domain!r}")
+            owner.setdefault(column, domain)
+    return problems
+
+
+def check_files(paths: list[Path]) -> list[str]:
+    """Problems in design files (the taxonomy field is found by file name): one line each."""
+    from generators.data_files import taxonomy
+
+    fields = {f.slug: f for f in taxonomy()}
+    problems: list[str] = []
+    for path in paths:
+        field = fields.get(path.stem)
+        if field is None:
+            problems.append(f"{path.name}: no taxonomy field has this file name")
+            continue
+        try:
+            loaded = load_file(path.read_text("utf-8"), field, path.name)
+        except OSError as exc:
+            problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        except DesignError as exc:
+            problems.append(str(exc))
+            continue
+        domain_of = {s.name: d.name for d in field.domains for s in d.subdomains}
+        grouped: dict[str, tuple[Design, ...]] = {}
+        for design in loaded:
+            grouped[domain_of[design.subdomain]] = (*grouped.get(domain_of[design.subdomain], ()), design)
+        problems += [f"{path.name}: {p}" for p in borrowed(grouped)]
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    root = Path(str(resources.files("generators").joinpath("data", _FOLDER)))
+    paths = [Path(a) for a in argv] or sorted(p for p in root.glob("*.json") if p.name != SHARED_FILE)
+    problems = check_files(paths)
+    for line in problems:
+        print(line)
+    print(f"{len(paths)} file(s), {len(problems)} problem(s)", file=sys.stderr)
+    return 1 if problems else 0

@@ -1,0 +1,14 @@
+"""Check study-design files (generators/data/designs/*.json, or the FILEs given): one line per problem, exit 1
+if there is any. The same checks run when the designs load and in tests/generators/test_designs.py.
+
+    python scripts/check_designs.py [FILE...]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from generators.designs import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,119 @@
+"""Study designs per subdomain (generators/data/designs): complete, sane, coherent, and what the builder draws."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from generators.data_files import taxonomy
+from generators.designs import DesignError, check_files, designs, load_file, parse_unit, shared_columns
+
+DESIGN_DIR = Path(str(resources.files("generators").joinpath("data", "designs")))
+
+
+def test_every_subdomain_has_a_design() -> None:
+    everything = designs()
+    expected = {(f.name, s.name) for f in taxonomy() for d in f.domains for s in d.subdomains}
+    assert set(everything) == expected
+    assert len(everything) >= 780
+
+
+def test_design_files_pass_the_checker() -> None:
+    files = sorted(p for p in DESIGN_DIR.glob("*.json") if p.name != "shared.json")
+    assert len(files) == len(taxonomy())
+    assert check_files(files) == []
+
+
+def test_designs_are_sane() -> None:
+    for design in designs().values():
+        assert len(design.factors) >= 3 and len(design.measures) >= 3 and len(design.outcomes) >= 2, design.subdomain
+        for outcome in design.outcomes:
+            assert outcome.parents, outcome.column
+            assert outcome.low is None or outcome.low <= outcome.center - outcome.spread
+            assert outcome.high is None or outcome.center + outcome.spread <= outcome.high
+        for factor in design.factors:
+            assert len(set(factor.values)) == len(factor.values) >= 3
+
+
+def test_no_design_borrows_another_domains_variables() -> None:
+    """Within a field, a column belongs to one domain unless it is declared shared (temperature, age...)."""
+    by_field: dict[str, dict[str, set[str]]] = {}
+    for field in taxonomy():
+        for domain in field.domains:
+            columns = {c for s in domain.subdomains for c in designs()[(field.name, s.name)].columns}
+            by_field.setdefault(field.name, {})[domain.name] = columns - shared_columns()
+    for field_name, domains in by_field.items():
+        for (a, ca), (b, cb) in itertools.combinations(domains.items(), 2):
+            assert not ca & cb, (field_name, a, b, sorted(ca & cb))
+
+
+@pytest.mark.parametrize("unit", ["", "mg/L", "m^2", "s^-1", "W/m^2", "umol/m^2/s", "kg·m^-3", "%", "°C"])
+def test_units_parse(unit: str) -> None:
+    parse_unit(unit)
+
+
+@pytest.mark.parametrize("unit", ["furlongs", "m^x", "mg//L", "m^0", "kg m"])
+def test_bad_units_are_refused(unit: str) -> None:
+    with pytest.raises(DesignError):
+        parse_unit(unit)
+
+
+def _categorical(data: dict[str, object]) -> dict[str, object]:
+    measures = data["designs"][0]["measures"]  # type: ignore[index]
+    return next(m for m in measures if m["type"] == "categorical")  # type: ignore[no-any-return]
+
+
+def _field_file(slug: str) -> dict[str, object]:
+    return json.loads((DESIGN_DIR / f"{slug}.json").read_text("utf-8"))
+
+
+def _load(data: dict[str, object], slug: str) -> None:
+    field = next(f for f in taxonomy() if f.slug == slug)
+    load_file(json.dumps(data), field, f"{slug}.json")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["designs"].pop(), "no design for subdomain"),
+        (lambda d: d["designs"][0]["outcomes"][0].update(parents={"no_such_column": 1}), "not a factor"),
+        (lambda d: d["designs"][0]["outcomes"][0].update(unit="furlongs"), "not a known unit symbol"),
+        (lambda d: d["designs"][0]["outcomes"][0].update(spread=-1), "spread: must be positive"),
+        (lambda d: d["designs"][0]["factors"][0].update(values=["a b", "c", "d"]), "not a path token"),
+        (lambda d: d["designs"][0]["factors"][0].update(values=[3, 2, 1]), "increasing order"),
+        (lambda d: d["designs"][0].update(colour="red"), "unknown field"),
+        (lambda d: d.update(field="Alchemy"), "is not"),
+        (lambda d: _categorical(d).update(values=["1", "2", "3"], probs=[0.5, 0.3, 0.2]), "reads as a number"),
+    ],
+)
+def test_bad_designs_are_refused_with_the_field_named(mutate: object, message: str) -> None:
+    data = copy.deepcopy(_field_file("engineering-chemical-materials"))
+    mutate(data)  # type: ignore[operator]
+    with pytest.raises(DesignError, match=message):
+        _load(data, "engineering-chemical-materials")
+
+
+def test_categorical_causes_have_no_direction() -> None:
+    data = copy.deepcopy(_field_file("engineering-chemical-materials"))
+    design = data["designs"][0]  # type: ignore[index]
+    categorical = next(f["column"] for f in design["factors"] if isinstance(f["values"][0], str))
+    design["outcomes"][0]["parents"] = {categorical: 1}
+    with pytest.raises(DesignError, match="needs direction 0"):
+        _load(data, "engineering-chemical-materials")
+
+
+def test_a_normal_law_that_goes_negative_must_say_so() -> None:
+    data = copy.deepcopy(_field_file("engineering-chemical-materials"))
+    design = data["designs"][0]  # type: ignore[index]
+    measure = next(m for m in design["measures"] if m.get("dist") == "normal")
+    measure["params"] = {"mean": 1.0, "sd": 1.0}
+    measure.pop("signed", None)
+    with pytest.raises(DesignError, match="negative values"):
+        _load(data, "engineering-chemical-materials")
+    measure["signed"] = True
+    _load(data, "engineering-chemical-materials")
