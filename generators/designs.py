@@ -32,6 +32,8 @@ from generators.spec import (
     PATH_TOKEN_RE,
     PREFIX_RE,
     SPECIAL_PLACEHOLDERS,
+    PathVariable,
+    distribution_problem,
 )
 
 _FOLDER = "designs"
@@ -43,21 +45,6 @@ _UNIT_TOKEN_RE = re.compile(r"([^\s/·*^]+)(?:\^(-?[1-9]))?\Z")
 
 class DesignError(ValueError):
     """A design file that breaks the schema or the sanity rules."""
-
-
-@dataclass(frozen=True)
-class Factor:
-    """An experimental condition varied between runs: it becomes a path variable."""
-
-    column: str
-    name: str
-    unit: str
-    description: str
-    values: tuple[str, ...] | tuple[float, ...]
-
-    @property
-    def numeric(self) -> bool:
-        return not isinstance(self.values[0], str)
 
 
 @dataclass(frozen=True)
@@ -116,7 +103,7 @@ class Design:
     record: str  # what one row is, singular: "effluent sample"
     identifiers: tuple[Identifier, ...]
     timestamp: Timestamp | None
-    factors: tuple[Factor, ...]
+    factors: tuple[PathVariable, ...]  # experimental conditions with all their levels: they become path variables
     measures: tuple[Measure, ...]
     outcomes: tuple[Outcome, ...]
 
@@ -201,7 +188,7 @@ def parse_unit(unit: str) -> tuple[tuple[str, int], ...]:
     return tuple(parts)
 
 
-def _factor(o: _Obj) -> Factor:
+def _factor(o: _Obj) -> PathVariable:
     o.check_keys(("column", "name", "unit", "description", "values"))
     raw = o.data["values"]
     if not isinstance(raw, list) or not 3 <= len(raw) <= 8:
@@ -222,7 +209,10 @@ def _factor(o: _Obj) -> Factor:
         raise DesignError(f"{o.where}.values: levels must be distinct")
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
-    return Factor(o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), values)
+    return PathVariable(
+        name=o.text("name"), column=o.text("column", COLUMN_RE), description=o.text("description"), unit=unit,
+        values=values,
+    )  # fmt: skip
 
 
 def _unit_ok(unit: str, where: str) -> None:
@@ -288,10 +278,8 @@ def _looks_numeric(text: str) -> bool:
 
 
 def _sane_law(m: Measure, where: str) -> None:
-    from generators.spec import _distribution_problem  # one definition of a valid law
-
     assert m.params is not None
-    problem = _distribution_problem(m.dist, m.params)
+    problem = distribution_problem(m.dist, m.params)
     if problem:
         raise DesignError(f"{where}.params: {problem}")
     if m.dist == "normal" and not m.signed and m.params["mean"] < 4 * m.params["sd"]:

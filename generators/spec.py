@@ -748,11 +748,13 @@ def _check_independent(spec: Spec, i: int, v: Variable, where: str) -> None:
     kind, params = v.distribution.kind, v.distribution.params
     _require(kind in table, f"{where}.distribution.kind: {kind!r} is not one of {', '.join(table)}")
     _require(set(params) == set(table[kind]), f"{where}.distribution.params: {kind} takes {', '.join(table[kind])}")
-    problem = _distribution_problem(kind, params)
+    problem = distribution_problem(kind, params)
     _require(problem is None, f"{where}.distribution.params: {problem}")
 
 
-def _distribution_problem(kind: str, p: Mapping[str, float]) -> str | None:
+def distribution_problem(kind: str, p: Mapping[str, float]) -> str | None:
+    """Why a law's parameters are invalid (None when they are valid): one definition for specs and designs."""
+
     def prob(x: float) -> bool:
         return 0.0 < x < 1.0
 

@@ -20,7 +20,7 @@ import numpy as np
 from generators import expr
 from generators.builders import text
 from generators.data_files import Field, names, taxonomy
-from generators.designs import Design, Factor, Measure, Outcome, designs
+from generators.designs import Design, Measure, Outcome, designs
 from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
@@ -125,15 +125,12 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
         universe=universe,
     )
     variables, terms = _variables(base, design, {}, rs.child("variables"))
+    flips: dict[tuple[str, str], int] = {}
     if world.counterfactual:  # the same draws again, with some of the relations present turned around
         flips = _flips(terms, rs.child("counterfactual"))
         variables, terms = _variables(base, design, flips, rs.child("variables"))
-    else:
-        flips = {}
     spec = replace(base, variables=tuple(variables))
-    applied = tuple(
-        Flip(t.outcome, t.cause, t.direction) for t in terms if (t.outcome, t.cause) in flips and not t.nuisance
-    )
+    applied = tuple(Flip(outcome, cause, expected) for (outcome, cause), expected in flips.items())
     spec = replace(spec, project=text.project(spec, terms, rs.child("text")), counterfactual=applied)
     validate(spec)
     return spec
@@ -173,7 +170,8 @@ def _placeholder_order(specials: list[str], conditions: list[str], rs: Stream) -
     return [name for _, name in sorted(ranked)]
 
 
-def _path_variable(factor: Factor, rs: Stream) -> PathVariable:
+def _path_variable(factor: PathVariable, rs: Stream) -> PathVariable:
+    """The design's factor with 2-6 of its levels."""
     k = rs.randint(2, min(6, len(factor.values)))
     chosen = sorted(rs.sample(list(range(len(factor.values))), k))  # keep the design's natural order
     typed: tuple[str, ...] | tuple[float, ...]
@@ -181,7 +179,7 @@ def _path_variable(factor: Factor, rs: Stream) -> PathVariable:
         typed = tuple(str(factor.values[i]) for i in chosen)
     else:
         typed = tuple(float(factor.values[i]) for i in chosen)
-    return PathVariable(factor.name, factor.column, factor.description, factor.unit, typed)
+    return replace(factor, values=typed)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:

@@ -7,9 +7,10 @@ import argparse
 import os
 from dataclasses import dataclass, replace
 
+from generators.spec import World
 from sgfs.errors import SgfsError
 from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB
-from sgfs.store.repositories import format_seed_list, parse_seed_list
+from sgfs.store.repositories import check_world, format_seed_list, parse_seed_list
 from sgfs.store.source import DEFAULT_CACHE_MB
 
 
@@ -37,8 +38,7 @@ class MountOptions:
             raise SgfsError(f"invalid --cache-mb {self.cache_mb}: must be 0 or more")
         if self.fallback is not None and self.specs is None:
             raise SgfsError("--fallback only applies with --specs PACK")
-        if self.counterfactual and self.specs is not None:
-            raise SgfsError("--counterfactual applies to procedural repositories, not to a spec pack (--specs)")
+        check_world(self.specs, World(counterfactual=self.counterfactual))
         mnt = os.path.abspath(mountpoint)
         log_file = None if self.log_file is None else os.path.abspath(self.log_file)
         audit_file = None if self.audit_file is None else os.path.abspath(self.audit_file)
