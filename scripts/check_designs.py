@@ -6,9 +6,11 @@ if there is any. The same checks run when the designs load and in tests/generato
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 from generators.designs import main
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", metavar="FILE", help="design files (default: every shipped one)")
+    raise SystemExit(main(parser.parse_args().files))

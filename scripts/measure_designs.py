@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from generators.builders.procedural import build_spec
 from generators.spec import Spec
+from sgfs.errors import SgfsError
 from sgfs.store.repositories import parse_seed_list
 
 MIN_RATIO = 3.0
@@ -59,7 +60,11 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 unless the thresholds of issue 24 hold")
     args = parser.parse_args()
     started = time.perf_counter()
-    groups = measure(parse_seed_list(args.seeds))
+    try:
+        seeds = parse_seed_list(args.seeds)
+    except SgfsError as exc:
+        parser.error(str(exc))  # one line, exit 2
+    groups = measure(seeds)
     print(f"{'pairs of one field':<32} {'pairs':>7} {'mean Jaccard':>13} {'median':>8}")
     for group, values in groups.items():
         mean = statistics.fmean(values) if values else float("nan")

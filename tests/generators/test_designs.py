@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -117,3 +119,31 @@ def test_a_normal_law_that_goes_negative_must_say_so() -> None:
         _load(data, "engineering-chemical-materials")
     measure["signed"] = True
     _load(data, "engineering-chemical-materials")
+
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def _script(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True, check=False)
+
+
+def test_check_designs_script(tmp_path: Path) -> None:
+    ok = _script("check_designs.py")
+    assert ok.returncode == 0 and ok.stdout == "" and "0 problem(s)" in ok.stderr
+    bad = tmp_path / "engineering-chemical-materials.json"
+    data = _field_file("engineering-chemical-materials")
+    data["designs"][0]["outcomes"][0]["unit"] = "furlongs"  # type: ignore[index]
+    bad.write_text(json.dumps(data))
+    result = _script("check_designs.py", str(bad), str(tmp_path / "missing.json"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stdout.splitlines()) == 2 and "furlongs" in result.stdout
+
+
+def test_measure_designs_script_meets_the_issue_thresholds() -> None:
+    """Same-subdomain repositories share at least three times what other-domain ones share, which is <= 0.08."""
+    result = _script("measure_designs.py", "--seeds", "1-400", "--check")
+    assert result.returncode == 0, result.stderr
+    assert "same subdomain" in result.stdout and "other domain" in result.stdout
+    bad = _script("measure_designs.py", "--seeds", "5-1")
+    assert bad.returncode == 2 and "end is below the start" in bad.stderr and "Traceback" not in bad.stderr
