@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from qa.model import NOT_POSSIBLE, Answer
-from sgfs.cli.options import examples, key_option, write_stdout
+from sgfs.cli.options import examples, key_option, world_of, world_option, write_stdout
 from sgfs.errors import SgfsError
 
 
@@ -39,6 +39,7 @@ _lookup_options: list[Callable[[Any], Any]] = [
     click.option("--per-type", type=click.IntRange(0, 1000), default=5, show_default=True, help="As given to qa."),
     click.option("--unanswerable", type=float, default=0.28, show_default=True, help="As given to sgfs qa."),
     functools.partial(key_option, help="As given to sgfs qa / eval (universe key)."),
+    world_option,
 ]
 
 
@@ -80,6 +81,7 @@ RANDOM_HELP = "A random choice or number of the right kind, seeded by the questi
 ORACLE_HELP = "Reads the question's evidence files through the mount (cwd), then gives the true answer.\n\n" + examples(
     "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
     "sgfs eval 1-5 --key universe.key --agent 'sgfs agent oracle --key universe.key' --out runs/sealed",
+    "sgfs eval 1-5 --counterfactual --agent 'sgfs agent oracle --counterfactual' --out runs/counterfactual",
 )
 
 
@@ -96,22 +98,36 @@ def abstain_command() -> None:
 @agent_command.command("random", help=RANDOM_HELP)
 @_with_lookup
 def random_command(
-    question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None
+    question_id: str | None,
+    questions_file: str | None,
+    per_type: int,
+    unanswerable: float,
+    key_file: str | None,
+    counterfactual: bool,
 ) -> None:
     from sgfs.eval.agents import find_question, random_answer
 
-    question = find_question(_question_id(question_id), questions_file, per_type, unanswerable, key_file)
+    question = find_question(
+        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual)
+    )
     _answer(random_answer(question))
 
 
 @agent_command.command("oracle", help=ORACLE_HELP)
 @_with_lookup
 def oracle_command(
-    question_id: str | None, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None
+    question_id: str | None,
+    questions_file: str | None,
+    per_type: int,
+    unanswerable: float,
+    key_file: str | None,
+    counterfactual: bool,
 ) -> None:
     from sgfs.eval.agents import find_question, oracle_answer
 
-    record = find_question(_question_id(question_id), questions_file, per_type, unanswerable, key_file)
+    record = find_question(
+        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual)
+    )
     repo = Path(os.environ.get("SGFS_REPO") or ".")
     try:
         _answer(oracle_answer(record, repo))

@@ -2,7 +2,8 @@
 ceiling that checks the audit.
 
 ``random`` and ``oracle`` look the question up by id in the privileged record: regenerated from the seed
-(ids are ``<seed>-<type>-<k>``; generation is deterministic; in a keyed universe with ``--key FILE``) or read from
+(ids are ``<seed>-<type>-<k>``; generation is deterministic; in a keyed universe with ``--key FILE``, in the
+counterfactual world with ``--counterfactual``) or read from
 ``--questions FILE``. ``prior`` reads nothing of the question but its id: the type in it picks the answer from a
 prior table (``qa.prior``).
 """
@@ -13,6 +14,7 @@ import hashlib
 import random
 from pathlib import Path
 
+from generators.spec import World
 from qa.model import CATEGORIES, NOT_POSSIBLE, Answer, Question
 from qa.prior import PriorError, PriorTable
 from qa.records import QuestionsError, find_in_file, generated_records
@@ -21,12 +23,17 @@ from sgfs.store.repositories import keyed_procedural, load_key
 
 
 def find_question(
-    question_id: str, questions_file: str | None, per_type: int, unanswerable: float, key_file: str | None = None
+    question_id: str,
+    questions_file: str | None,
+    per_type: int,
+    unanswerable: float,
+    key_file: str | None = None,
+    world: World | None = None,
 ) -> Question:
     try:
         if questions_file is not None:
             return _in_file(question_id, questions_file)
-        return _regenerated(question_id, per_type, unanswerable, key_file)
+        return _regenerated(question_id, per_type, unanswerable, key_file, world)
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
 
@@ -38,14 +45,16 @@ def _in_file(question_id: str, questions_file: str) -> Question:
     return record.question
 
 
-def _regenerated(question_id: str, per_type: int, unanswerable: float, key_file: str | None) -> Question:
+def _regenerated(
+    question_id: str, per_type: int, unanswerable: float, key_file: str | None, world: World | None
+) -> Question:
     from qa.generate import Options
 
     seed_text = question_id.split("-", 1)[0]
     if not seed_text.isdigit():
         raise SgfsError(f"question id {question_id!r} does not start with a seed")
     options = Options(per_type=per_type, unanswerable=unanswerable)
-    factory = keyed_procedural(load_key(key_file, warn=False))
+    factory = keyed_procedural(load_key(key_file, warn=False), world)
     for record in generated_records([factory(int(seed_text))], options):
         if record.id == question_id:
             return record.question

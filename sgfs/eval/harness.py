@@ -154,8 +154,6 @@ def prepare_directory(
                 f"cannot resume {out}: it was made with question format {theirs}, this sgfs asks format "
                 f"{QUESTION_FORMAT} (runs of different question formats are never mixed)"
             )
-        if existing.get("questions_digest") != meta.questions_digest:
-            raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if generator_version(existing) != meta.generator_version:
             raise SgfsError(
                 f"cannot resume {out}: it was made with generator version {generator_version(existing)}, this sgfs "
@@ -163,6 +161,8 @@ def prepare_directory(
             )
         if (existing.get("counterfactual") is True) != meta.counterfactual:
             raise SgfsError(f"cannot resume {out}: it was made in another world (--counterfactual differs)")
+        if existing.get("questions_digest") != meta.questions_digest:
+            raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("key_fingerprint") != meta.key_fingerprint:
             raise SgfsError(f"cannot resume {out}: it was made with another universe key (fingerprints differ)")
         if existing.get("agent") != config.agent:

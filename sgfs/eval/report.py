@@ -110,6 +110,8 @@ def _run_lines(runs: Sequence[RunInfo], summary: RunSummary) -> list[str]:
     agents = sorted({run.agent for run in runs if run.agent is not None})
     versions = sorted({run.sgfs_version for run in runs if run.sgfs_version})
     formats = sorted({run.question_format for run in runs})
+    generators = sorted({run.generator_version for run in runs})
+    worlds = sorted({"counterfactual (--counterfactual)" if run.counterfactual else "plain" for run in runs})
     sandboxes = sorted({run.sandbox for run in runs})
     keys = sorted({run.key_fingerprint or "none (the open universe)" for run in runs})
     return [
@@ -117,6 +119,7 @@ def _run_lines(runs: Sequence[RunInfo], summary: RunSummary) -> list[str]:
         f"- agent: {', '.join(agents) or '-'}",
         f"- sgfs version: {', '.join(versions) or '-'}",
         f"- question format: {', '.join(map(str, formats))}",
+        f"- generator version: {', '.join(map(str, generators))}; world: {', '.join(worlds)}",
         f"- sandbox: {'; '.join(sandboxes)}",
         f"- key fingerprint: {', '.join(keys)}",
         f"- graded items: {summary.n} ({summary.grading.get('questions', '-')} questions, "

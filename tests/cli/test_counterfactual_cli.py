@@ -99,3 +99,19 @@ def test_a_counterfactual_mount_serves_the_counterfactual_bytes(tmp_path: Path) 
     with mounted(tmp_path / "mnt", "--seeds", str(SEED), "--counterfactual", "--no-disk-cache") as mnt:
         assert (mnt / str(SEED) / path).read_bytes() == repository.read(path)
         assert (mnt / str(SEED) / path).read_bytes() != generators.repository(SEED).read(path)
+
+
+@pytest.mark.fuse
+def test_eval_in_the_counterfactual_world_records_and_reports_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    oracle = "sgfs agent oracle --per-type 1 --counterfactual"  # it regenerates the question in that world
+    result = cli("eval", "1", "--per-type", "1", "--agent", oracle, "--out", out, "--counterfactual", "-q")
+    assert result.returncode == 0, result.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["counterfactual"] is True and run["generator_version"] == GENERATOR_VERSION
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["accuracy"] == 1.0  # the oracle's answers are the counterfactual world's, and the mount serves it
+    report = (out / "report" / "report.md").read_text()
+    assert f"- generator version: {GENERATOR_VERSION}; world: counterfactual (--counterfactual)" in report
+    resumed = cli("eval", "1", "--per-type", "1", "--agent", oracle, "--out", out, "--resume", "-q")
+    assert resumed.returncode == 2 and "another world" in one_line_error(resumed)

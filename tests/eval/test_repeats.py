@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from generators.spec import GENERATOR_VERSION
 from qa.model import QUESTION_FORMAT
 from tests.eval.test_eval import agent_path, questions, records_of, run_eval, sgfs_bin  # noqa: F401
 from tests.helpers.commands import one_line_error, sgfs
@@ -53,6 +54,7 @@ def test_repeats_records_summary_report_and_resume(tmp_path: Path, questions: Pa
         assert heading in text, heading
     assert "pass@3" in text and "- sandbox: " in text and "- key fingerprint: none" in text
     assert f"- question format: {QUESTION_FORMAT}" in text
+    assert f"- generator version: {GENERATOR_VERSION}; world: plain" in text
     wrong = [r for r in records if not r["correct"]]
     section = text.split("## Wrong answers")[1]
     assert all(r["id"] in section for r in wrong) and section.count("\n| ") >= min(len(wrong), 50) + 1
