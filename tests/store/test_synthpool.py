@@ -101,13 +101,14 @@ def test_a_stopped_worker_is_killed_and_replaced_and_its_reads_are_served(caplog
 def test_a_busy_worker_that_answers_is_never_killed() -> None:
     """The timeout counts silence, not work: a worker that keeps answering tasks one after another is kept."""
     r = repo(288)  # 1 843 files
-    busy = SynthesisPool(1, task_timeout_s=0.5)
+    # A task of 20 files takes about 10 ms here; 1.5 s of silence is far beyond it, even on a loaded machine.
+    busy = SynthesisPool(1, task_timeout_s=1.5)
     try:
         busy.warm(timeout=60)
         paths = data_files(r)
         started = time.monotonic()
-        # Every file measured three times over: several seconds of work in tasks of 20 files each.
-        chunks = [paths[i : i + 20] for i in range(0, len(paths), 20)] * 3
+        # Every file measured eight times over: several seconds of work in tasks of 20 files each.
+        chunks = [paths[i : i + 20] for i in range(0, len(paths), 20)] * 8
         tasks = [busy.measure("k", r.spec, chunk, keep=False)[1] for chunk in chunks]
         sizes = {x.path: x.size for task in tasks for x in task.result(timeout=120)}
         took = time.monotonic() - started
