@@ -12,7 +12,10 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
+from generators import mess as messes
+from generators.codebook import render_codebook
 from generators.encoders import encode, encoded_size
+from generators.messwrite import encode_messy
 from generators.paths import README_NAME, Entry, Tree
 from generators.spec import Spec
 from generators.synth import Table, measure_text, synthesize
@@ -42,6 +45,8 @@ class Repository:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.tree = Tree(spec)
+        # ``--mess``: the faults laid over the clean files, None for a clean repository (generators.mess).
+        self.mess = messes.plan(spec, self.tree)
 
     # -- README ----------------------------------------------------------------------------------
     @property
@@ -59,6 +64,12 @@ class Repository:
             return Node("", True)
         if parts == [README_NAME] and self.has_readme:
             return Node(README_NAME, False)
+        if self.mess is not None:
+            joined = "/".join(parts)
+            kind = self._mess_nodes.get(joined)
+            if kind is None:
+                raise PathNotFound(path)
+            return Node(joined, kind)
         if self.tree.is_dir(parts):
             return Node("/".join(parts), True)
         if self.tree.file_index(parts) is not None:
@@ -67,6 +78,11 @@ class Repository:
 
     def list(self, path: str = "") -> builtins.list[Entry]:
         parts = split_path(path)
+        if self.mess is not None:
+            listing = self.listings.get("/".join(parts))
+            if listing is None:
+                raise PathNotFound(path)
+            return [Entry(name, is_dir) for name, is_dir in listing]
         entries = self.tree.list_dir(parts)
         if entries is None:
             raise PathNotFound(path)
@@ -79,23 +95,67 @@ class Repository:
         """Every directory's sorted (name, is_dir) entries, keyed by its path ('' is the root, README included):
         ``list`` of every directory, built at once."""
         listings = dict(self.tree.listings)
+        if self.mess is not None:
+            listings = _messy_listings(listings, self.mess)
         if self.has_readme:
             listings[""] = sorted([*listings[""], (README_NAME, False)])
         return listings
 
+    @cached_property
+    def _mess_nodes(self) -> dict[str, bool]:
+        """Every path of a messy repository (README excluded) -> whether it is a directory."""
+        nodes = {"": True}
+        for folder, entries in self.listings.items():
+            for name, is_dir in entries:
+                nodes[f"{folder}/{name}" if folder else name] = is_dir
+        return nodes
+
     def table(self, path: str) -> Table:
-        """The rows of a data file."""
+        """The rows of a data file as the clean repository writes them (in a messy repository: those of the layout
+        file whose current version or superseded copy ``path`` is)."""
         parts = split_path(path)
+        logical = "/".join(parts)
+        if self.mess is not None:
+            if self._mess_nodes.get(logical) is not False or logical == messes.CODEBOOK_NAME:
+                raise PathNotFound(path)
+            logical = self.mess.stale_copies.get(logical, messes.logical_of(logical))
+            parts = logical.split("/")
         number = self.tree.file_index(parts)
         if number is None:
             raise PathNotFound(path)
-        return synthesize(self.spec, "/".join(parts), self.tree.placeholder_values(number))
+        return synthesize(self.spec, logical, self.tree.placeholder_values(number))
+
+    def _messy(self, path: str) -> messes.MessyFile:
+        assert self.mess is not None
+        physical = "/".join(split_path(path))
+        table = self.table(physical)
+        logical = self.mess.stale_copies.get(physical, messes.logical_of(physical))
+        number = self.tree.file_index(logical.split("/"))
+        assert number is not None
+        return messes.messy_file(self.spec, self.mess, physical, table, self.tree.placeholder_values(number))
+
+    def observed(self, path: str) -> Table:
+        """The rows of a data file as the documented cleaning convention reads them (docs/generation.md): in a
+        messy repository, missing and coded cells are marked absent (``Column.present``), drifted values are
+        converted back, categories have the codebook's spelling; in a clean one, ``table(path)``."""
+        if self.mess is None:
+            return self.table(path)
+        return self._messy(path).observed
+
+    @cached_property
+    def codebook(self) -> bytes:
+        assert self.mess is not None
+        return render_codebook(self.spec, self.mess).encode("utf-8")
 
     def read(self, path: str) -> bytes:
         """The whole content of a file."""
         parts = split_path(path)
         if parts == [README_NAME] and self.has_readme:
             return self.readme
+        if self.mess is not None:
+            if parts == [messes.CODEBOOK_NAME]:
+                return self.codebook
+            return encode_messy(self._messy(path), self.spec.extension)
         return self.encode_table(self.table(path))
 
     def size(self, path: str) -> int:
@@ -103,6 +163,8 @@ class Repository:
         parts = split_path(path)
         if parts == [README_NAME] and self.has_readme:
             return len(self.readme)
+        if self.mess is not None:
+            return len(self.read(path))  # messy files are written to be measured
         return encoded_size(self.table(path), self.spec.extension)
 
     def sizes(self, paths: builtins.list[str]) -> builtins.list[int | Exception]:
@@ -122,8 +184,8 @@ class Repository:
         slots: builtins.list[int] = []
         for path in paths:
             try:
-                if split_path(path) == [README_NAME] and self.has_readme:
-                    results.append((len(self.readme), None))
+                if (split_path(path) == [README_NAME] and self.has_readme) or self.mess is not None:
+                    results.append((self.size(path), None))  # None: ``read`` gives the bytes
                     continue
                 tables.append(self.table(path))
                 slots.append(len(results))
@@ -144,10 +206,20 @@ class Repository:
 
     def file_paths(self) -> builtins.list[str]:
         """Every file path (README included), sorted by name as ``find | LC_ALL=C sort`` would."""
-        paths = list(self.tree.file_paths)
+        if self.mess is not None:
+            paths = [p for p, is_dir in self._mess_nodes.items() if not is_dir and p != README_NAME]
+        else:
+            paths = list(self.tree.file_paths)
         if self.has_readme:
             paths.append(README_NAME)
         return sorted(paths)
+
+    def data_paths(self) -> builtins.list[str]:
+        """The current data files, in the order of the layout's point numbers: the layout's paths, or in a messy
+        repository the current version of each (``NAME_v2.ext`` where it replaces ``NAME.ext``)."""
+        if self.mess is None:
+            return list(self.tree.file_paths)
+        return [self.mess.current(p) for p in self.tree.file_paths]
 
     def digest(self) -> str:
         """SHA-256 over every path and its bytes, in sorted path order."""
@@ -198,3 +270,26 @@ def render_readme(spec: Spec) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _messy_listings(
+    listings: dict[str, builtins.list[tuple[str, bool]]], plan: messes.MessPlan
+) -> dict[str, builtins.list[tuple[str, bool]]]:
+    """The layout's listings with a messy repository's codebook, ``_v2`` files and ``old/`` copies."""
+    children: dict[str, dict[str, bool]] = {folder: dict(entries) for folder, entries in listings.items()}
+    children[""][messes.CODEBOOK_NAME] = False
+    for logical in plan.v2:
+        folder, _, name = logical.rpartition("/")
+        children[folder][messes.v2_name(name)] = False
+    for physical in plan.stale_copies:
+        if physical in plan.v2:
+            continue
+        parent = ""
+        parts = physical.split("/")
+        for level, name in enumerate(parts):
+            here = f"{parent}/{name}" if parent else name
+            children.setdefault(parent, {})[name] = level < len(parts) - 1
+            if level < len(parts) - 1:
+                children.setdefault(here, {})
+            parent = here
+    return {folder: sorted(names.items()) for folder, names in children.items()}

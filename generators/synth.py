@@ -40,7 +40,7 @@ class Column:
     without writing any text (``numfmt.text_lengths``).
     """
 
-    __slots__ = ("_digits", "_raw", "_text", "_text_bytes", "_values", "name", "type")
+    __slots__ = ("_digits", "_raw", "_text", "_text_bytes", "_values", "name", "present", "type")
 
     def __init__(self, name: str, type: str, values: npt.NDArray[np.generic] | None, text: list[str]) -> None:
         self.name = name
@@ -50,6 +50,8 @@ class Column:
         self._raw: FloatArray | None = None
         self._digits = 0
         self._text_bytes = -1
+        # Cells recorded (True) or missing (False) as a messy file writes them (generators.mess); None: all recorded.
+        self.present: npt.NDArray[np.bool_] | None = None
 
     @classmethod
     def deferred(cls, name: str, raw: FloatArray, digits: int) -> Column:

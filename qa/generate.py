@@ -25,6 +25,7 @@ from generators.paths import render_number
 from generators.rng import Stream, root_stream
 from generators.spec import EXTENSIONS, Spec, Variable
 from qa import stats
+from qa.conventions import conventions
 from qa.model import CATEGORIES, FIXED_TYPES, NOT_POSSIBLE, SAMPLED_TYPES, Answer, Question
 from qa.view import Condition, RepoView, row_mask
 from qa.wording import Draft, Paraphraser, ProceduralParaphraser, templated
@@ -68,6 +69,7 @@ class Generator:
         self.relations = _relations(self.spec)
         self.run_order = _run_order(self.view)
         self.factors = _factors(self.view)
+        self.mess = repository.mess
 
     # -- the whole set for one repository --------------------------------------------------------
     def questions(self) -> list[Question]:
@@ -96,12 +98,16 @@ class Generator:
     def _sampled(self, qtype: str, rs: Stream, want_unanswerable: bool) -> Built | None:
         sampler = _SAMPLERS[qtype]
         reasons = _REASONS[qtype]
+        if qtype == "univariate_single_file" and self.mess is not None and self.mess.dead_rate:
+            reasons = (*reasons, "missing_values")  # a messy file with a column left empty
         repeated = False
         for attempt in range(MAX_ATTEMPTS):
             reason = rs.pick(reasons) if want_unanswerable and attempt < MAX_ATTEMPTS // 2 else None
             self.strict = attempt < MAX_ATTEMPTS - 5
             try:
                 built = sampler(self, rs.child("attempt", attempt), reason)
+                if self.mess is not None:
+                    _check_rows_reason(self, qtype, built)
             except Retry:
                 continue
             asked = _asked(qtype, built.query)
@@ -119,12 +125,16 @@ class Generator:
         query = {"type": qtype, **built.query}
         if draft.sig_figs:
             query["sig_figs"] = draft.sig_figs
+        said = conventions(self.mess, qtype, self.spec.extension)
+        paraphrases = self.paraphraser.paraphrase(draft)
+        if said:  # a messy repository: the question states the reading convention it relies on
+            paraphrases = [f"{text} {said}" for text in paraphrases]
         return Question(
             id=f"{self.spec.seed}-{qtype}-{k}",
             seed=self.spec.seed,
             category=CATEGORIES[qtype],
             type=qtype,
-            question=templated(draft),
+            question=f"{templated(draft)} {said}" if said else templated(draft),
             variables=built.variables,
             answer=NOT_POSSIBLE if built.reason else built.answer,
             answer_kind=built.answer_kind,
@@ -134,9 +144,10 @@ class Generator:
             unanswerable_reason=built.reason,
             evidence=built.evidence,
             query=query,
-            paraphrases=self.paraphraser.paraphrase(draft),
+            paraphrases=paraphrases,
             prior=_prior(self.spec, query),
             counterfactual=bool(self.spec.counterfactual),
+            mess=self.spec.mess,
         )
 
     # -- fixed questions -------------------------------------------------------------------------
@@ -619,6 +630,9 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
             target = g.missing_file(rs)
         else:
             path_conditions, paths = g.path_conditions(rs, empty=True)
+    elif reason == "missing_values":
+        target, empty = _empty_column(g, rs)
+        paths = [target]
     elif single:
         target = rs.pick(g.view.paths)
         paths = [target]
@@ -626,7 +640,9 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
         path_conditions, paths = g.path_conditions(rs, empty=False)
     statistic = rs.pick(("std", "variance")) if reason == "too_few_rows" else rs.pick(tuple(stats.UNIVARIATE))
     extra: dict[str, Variable] = {}
-    if reason == "undefined_statistic":
+    if reason == "missing_values":
+        column = g.spec.variable(empty)
+    elif reason == "undefined_statistic":
         # Categorical and identifier columns only: the earliest or median timestamp of a datetime column is
         # well defined, so a datetime column would make a poor "not possible".
         column = rs.pick([v for v in g.spec.variables if v.type in ("categorical", "string")])
@@ -639,6 +655,8 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
         rows: list[Condition] = []
     elif reason == "not_measured":
         rows = g.row_conditions(rs, paths, keep=1)
+    elif reason == "missing_values":
+        rows = g.row_conditions(rs, paths, keep=1, exclude=(column.column,))
     else:
         rows = _statistic_rows(g, rs, reason, paths, statistic)
     answer: Answer = 0.0
@@ -666,6 +684,62 @@ def _univariate(g: Generator, rs: Stream, reason: str | None, single: bool) -> B
     else:
         query.update(path_conditions=path_conditions, layout=g.view.layout())
     return Built(draft, answer, "continuous", reason, evidence=paths, query=query, variables=variables)
+
+
+def _empty_column(g: Generator, rs: Stream) -> tuple[str, str]:
+    """A messy data file with a numeric column left wholly empty, and that column (Retry where none is found)."""
+    numeric = {v.column for v in g.numeric_columns()}
+    for path in rs.sample(g.view.paths, min(len(g.view.paths), 40)):
+        table = g.view.table(path)
+        empty = [c.name for c in table.columns if c.name in numeric and c.present is not None and not c.present.any()]
+        if empty:
+            return path, rs.pick(empty)
+    raise Retry
+
+
+_ROW_REASONS = (None, "no_row", "missing_values", "too_few_rows", "constant_input")
+
+
+def _check_rows_reason(g: Generator, qtype: str, built: Built) -> None:
+    """In a messy repository, the reason a statistic question was built for must be the one its rows give once
+    missing cells are left out (docs/questions.md, the order of reasons); Retry where they differ."""
+    query = built.query
+    if qtype not in _SAMPLERS or qtype in ("count_rows", "prefix", "condition") or built.reason not in _ROW_REASONS:
+        return
+    test = query.get("test") or {}
+    if test.get("name") == "welch_factor":
+        return  # its groups and reasons are decided on pooled values, which leave missing cells out
+    columns = [query["column"]] if "column" in query else list(query["columns"])
+    if any(g.spec.variable(c).type not in ("integer", "continuous", "categorical") for c in columns):
+        return
+    rows = query["row_conditions"]
+    paths = built.evidence
+    selected = sum(int(row_mask(g.view.table(p), rows).sum()) for p in paths)
+    pooled = g.view.pooled(paths, columns, rows)
+    name = str(query.get("statistic") or test.get("name"))
+    need = stats.MIN_ROWS[name]
+    size = pooled[columns[0]].size
+    if selected == 0:
+        found: str | None = "no_row"
+    elif size == 0:
+        found = "missing_values"
+    elif name == "welch":
+        groups = test.get("groups") or []
+        parts = [pooled[columns[1]][pooled[columns[0]] == group] for group in groups]
+        if len(parts) < 2 or min(p.size for p in parts) < 2:
+            found = "too_few_rows"
+        elif all(stats.is_constant(p.astype(np.float64)) for p in parts):
+            found = "constant_input"
+        else:
+            found = None
+    elif size < need:
+        found = "too_few_rows"
+    elif len(columns) == 2 and any(stats.is_constant(pooled[c]) for c in columns):
+        found = "constant_input"
+    else:
+        found = None
+    if found != built.reason:
+        raise Retry
 
 
 def _bivariate(g: Generator, rs: Stream, reason: str | None, hypothesis: bool) -> Built:

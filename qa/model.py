@@ -41,6 +41,7 @@ REASONS = (
     "not_measured",
     "ambiguous_definition",
     "confounded",
+    "missing_values",
 )
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 
@@ -76,6 +77,7 @@ class Question:
     # counterfactual world turned it around (spec.counterfactual); None for every other question.
     prior: str | None = None
     counterfactual: bool = False  # made in the counterfactual world (--counterfactual): only its mount answers
+    mess: int = 0  # the repository's messiness level (--mess): only a mount of that level answers
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

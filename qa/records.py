@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from generators.spec import GENERATOR_VERSION
+from generators.spec import GENERATOR_VERSION, MAX_MESS
 from qa.grading import TEMPLATE, VARIANTS, GradedQuestion, GradingInputError, parse_question
 from qa.model import Json, Question
 
@@ -114,6 +114,9 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
     counterfactual = obj.get("counterfactual", False)
     if not isinstance(counterfactual, bool):
         raise _invalid(where, "counterfactual")
+    mess = obj.get("mess", 0)
+    if not isinstance(mess, int) or isinstance(mess, bool) or not 0 <= mess <= MAX_MESS:
+        raise _invalid(where, "mess")
     return Question(
         id=graded.id,
         seed=seed,
@@ -133,6 +136,7 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
         generator_version=generator,
         prior=prior if isinstance(prior, str) else None,
         counterfactual=counterfactual,
+        mess=mess,
     )
 
 
@@ -289,7 +293,7 @@ class QuestionSource:
     unanswerable: float
 
 
-def check_generated_for(records: Sequence[QuestionRecord], source: str, counterfactual: bool) -> None:
+def check_generated_for(records: Sequence[QuestionRecord], source: str, counterfactual: bool, mess: int = 0) -> None:
     """Questions read from a file hold for the repositories of the generator and the world that made them: refuse
     them (one QuestionsError) when this sgfs would serve other repositories."""
     for record in records:
@@ -305,6 +309,11 @@ def check_generated_for(records: Sequence[QuestionRecord], source: str, counterf
                 f"{source}: question {record.id} was made in {world}: "
                 + ("add --counterfactual" if record.question.counterfactual else "drop --counterfactual")
             )
+        if record.question.mess != mess:
+            raise QuestionsError(
+                f"{source}: question {record.id} was made with --mess {record.question.mess}, not --mess {mess}: "
+                f"use --mess {record.question.mess}"
+            )
 
 
 def load_asked_questions(
@@ -313,13 +322,14 @@ def load_asked_questions(
     repository_for: Callable[[int], Repository],
     on_repository: Callable[[], None] | None = None,
     counterfactual: bool = False,
+    mess: int = 0,
 ) -> list[AskedQuestion]:
     """The (question, variant) pairs of a run, in order: ``variant`` is checked first, then the questions are
     read or generated (``repository_for`` makes each seed's repository)."""
     variants = variants_of(variant)
     if source.questions_file is not None:
         records = read_question_file(source.questions_file)
-        check_generated_for(records, source.questions_file, counterfactual)
+        check_generated_for(records, source.questions_file, counterfactual, mess)
     else:
         from qa.generate import Options
 

@@ -25,6 +25,7 @@ RECORD_KEYS = (
     "category",
     "answer_kind",
     "answerable",
+    "prior",
     "answer",
     "truth",
     "correct",
@@ -42,6 +43,10 @@ REQUIRED_KEYS = ("id", "type", "category", "answerable", "correct")
 # The keys only ``sgfs eval`` writes (``EvalDetails``).
 EVAL_KEYS = ("extracted", "exit_code", "stderr_tail", "evidence_files", "bytes_read", "dirs_listed", "reads_outside")
 
+
+# The values of a question's ``prior`` (qa.model.Question): a relation of the design the data follow, or one the
+# counterfactual world turned around. Questions over no such relation have none (null).
+PRIORS = ("consistent", "violating")
 
 # The floor agents graded on every item (docs/eval.md): "not possible" to everything, and the prior table's answer.
 FLOORS = ("abstain", "prior")
@@ -115,6 +120,7 @@ class ResultRecord:
     repeat: int = 1  # 1..K with `sgfs eval --repeats K`; records without it are repeat 1
     truth: Json = None  # the question's answer (``not possible`` when unanswerable); None: not recorded
     floors: dict[str, bool | None] | None = None  # ``floor_grades``; None: not recorded
+    prior: str | None = None  # the question's ``prior`` (one of ``PRIORS``); None: none, or not recorded
 
     @classmethod
     def of(
@@ -165,6 +171,7 @@ class ResultRecord:
             repeat=repeat,
             truth=question.answer if question.answerable else NOT_POSSIBLE,
             floors=None if graded is None else floor_grades(graded, question.seed),
+            prior=question.prior,
         )
 
     @property
@@ -211,6 +218,7 @@ class ResultRecord:
             ("category", self.category),
             ("answer_kind", self.answer_kind),
             ("answerable", self.answerable),
+            ("prior", self.prior),
             ("answer", self.answer),
             ("truth", self.truth),
             *([("extracted", _copy(d.extracted))] if d else []),
@@ -274,6 +282,7 @@ class ResultRecord:
             repeat=read.repeat(),
             truth=read.truth(),
             floors=read.floors(),
+            prior=read.prior(),
         )
 
 
@@ -327,6 +336,13 @@ class _Reader:
         if value is None or (isinstance(value, str | int | float) and not isinstance(value, bool)):
             return value
         raise self._error("truth")
+
+    def prior(self) -> str | None:
+        """The question's prior: absent (a record of an older sgfs or another harness) or null is None."""
+        value = self.obj.get("prior")
+        if value is None or value in PRIORS:
+            return value if isinstance(value, str) else None
+        raise self._error("prior")
 
     def floors(self) -> dict[str, bool | None] | None:
         value = self.obj.get("floors")

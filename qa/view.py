@@ -27,7 +27,8 @@ class RepoView:
         self.spec = repository.spec
         self.tree = repository.tree
         tree = self.tree
-        self.paths: list[str] = list(tree.file_paths)
+        # Current data files (a messy repository's ``NAME_v2.ext`` where it replaces ``NAME.ext``), in point order.
+        self.paths: list[str] = repository.data_paths()
         self.placeholders = list(tree.placeholders)
         strides = [math.prod(tree.radices[k + 1 :]) for k in range(len(tree.radices))]
         self.digits = np.stack(
@@ -54,7 +55,10 @@ class RepoView:
         return sorted(p for p, keep in zip(self.paths, mask.tolist(), strict=True) if keep)
 
     def exists(self, path: str) -> bool:
-        return self.tree.file_index(path.split("/")) is not None
+        try:
+            return not self.repository.lookup(path).is_dir
+        except LookupError:
+            return False
 
     def layout(self) -> dict[str, Any]:
         template = self.spec.template
@@ -69,27 +73,36 @@ class RepoView:
     def table(self, path: str) -> Table:
         table = self._tables.get(path)
         if table is None:
-            table = self.repository.table(path)
+            table = self.repository.observed(path)
             self._tables[path] = table
         return table
 
     def pooled(
         self, paths: list[str], columns: list[str], row_conditions: list[Condition]
     ) -> dict[str, np.ndarray[Any, Any]]:
-        """Values of ``columns`` over the rows of ``paths`` that meet every row condition."""
+        """Values of ``columns`` over the rows of ``paths`` that meet every row condition and have a value in every
+        one of ``columns`` (a messy file's missing cells leave their row out)."""
         parts: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in columns}
         for path in paths:
             table = self.table(path)
             mask = row_mask(table, row_conditions)
+            for c in columns:
+                present = table.column(c).present
+                if present is not None:
+                    mask &= present
             for c in columns:
                 parts[c].append(table.column(c).values[mask])
         return {c: np.concatenate(v) if v else np.empty(0) for c, v in parts.items()}
 
 
 def row_mask(table: Table, conditions: list[Condition]) -> BoolArray:
+    """Rows meeting every condition; a missing cell meets none."""
     mask = np.ones(table.n_rows, dtype=bool)
     for condition in conditions:
-        mask &= _condition_mask(table.column(condition["column"]), condition)
+        column = table.column(condition["column"])
+        mask &= _condition_mask(column, condition)
+        if column.present is not None:
+            mask &= column.present
     return mask
 
 

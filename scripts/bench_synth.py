@@ -7,7 +7,11 @@ cell texts), the same in batches as a pool worker measures them (``Repository.si
 Prints per-file milliseconds of CPU time (``time.process_time``: steadier than wall time on a shared
 machine) and totals; ``--profile`` prints the top of a cProfile of the size and read passes.
 
-Usage: python3 scripts/bench_synth.py [--seeds 288,279,118,28] [--limit N] [--repeat 3] [--batch 4] [--profile]
+``--mess LEVEL`` measures the messy repositories of that level (``--mess``; 0 is the clean repository), whose files
+are written to be measured: compare a level with 0 in paired runs.
+
+Usage: python3 scripts/bench_synth.py [--seeds 288,279,118,28] [--limit N] [--repeat 3] [--batch 4] [--mess LEVEL]
+       [--profile]
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import pstats
 import time
 from collections.abc import Callable
 
-import generators
-from generators import Repository
+from generators import Repository, build_spec
 from generators.paths import README_NAME
+from generators.spec import World
 
 
 def _timed(func: Callable[[], object]) -> float:
@@ -47,12 +51,12 @@ def _pass(repo: Repository, paths: list[str], sizes_only: bool) -> float:
     return time.process_time() - start
 
 
-def bench_seed(seed: int, limit: int | None, repeat: int, profile: bool, batch: int) -> None:
+def bench_seed(seed: int, limit: int | None, repeat: int, profile: bool, batch: int, mess: int = 0) -> None:
     repo: Repository | None = None
 
     def build() -> None:
         nonlocal repo
-        repo = generators.repository(seed)
+        repo = Repository(build_spec(seed, world=World(mess=mess)))
         repo.tree.file_paths  # noqa: B018  (the tree's path list is part of the build)
 
     build_s = min(_timed(build) for _ in range(repeat))
@@ -84,13 +88,14 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="files per seed (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="passes per measure; the fastest counts")
     parser.add_argument("--batch", type=int, default=4, help="paths per Repository.sizes call (a pool batch)")
+    parser.add_argument("--mess", type=int, default=0, choices=range(4), help="messiness level (0: clean)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     heads = ("seed", "ext", "files", "build ms", "size ms/f", "sizes ms/f", "read ms/f", "size s", "read s")
     widths = (6, 5, 6, 9, 11, 11, 11, 9, 9)
     print(" ".join(f"{head:>{width}}" for head, width in zip(heads, widths, strict=True)))
     for seed in (int(s) for s in args.seeds.split(",")):
-        bench_seed(seed, args.limit, args.repeat, args.profile, args.batch)
+        bench_seed(seed, args.limit, args.repeat, args.profile, args.batch, args.mess)
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
         variables, terms = _variables(base, design, flips, rs.child("variables"))
     spec = replace(base, variables=tuple(variables))
     applied = tuple(Flip(outcome, cause, expected) for (outcome, cause), expected in flips.items())
-    spec = replace(spec, project=text.project(spec, terms, rs.child("text")), counterfactual=applied)
+    spec = replace(spec, project=text.project(spec, terms, rs.child("text")), counterfactual=applied, mess=world.mess)
     validate(spec)
     return spec
 

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from qa.model import NOT_POSSIBLE, Answer
-from sgfs.cli.options import examples, key_option, world_of, world_option, write_stdout
+from sgfs.cli.options import examples, key_option, mess_option, world_of, world_option, write_stdout
 from sgfs.errors import SgfsError
 
 
@@ -40,6 +40,7 @@ _lookup_options: list[Callable[[Any], Any]] = [
     click.option("--unanswerable", type=float, default=0.28, show_default=True, help="As given to sgfs qa."),
     functools.partial(key_option, help="As given to sgfs qa / eval (universe key)."),
     world_option,
+    mess_option,
 ]
 
 
@@ -104,11 +105,12 @@ def random_command(
     unanswerable: float,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
 ) -> None:
     from sgfs.eval.agents import find_question, random_answer
 
     question = find_question(
-        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual)
+        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual, mess)
     )
     _answer(random_answer(question))
 
@@ -122,11 +124,12 @@ def oracle_command(
     unanswerable: float,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
 ) -> None:
     from sgfs.eval.agents import find_question, oracle_answer
 
     record = find_question(
-        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual)
+        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual, mess)
     )
     repo = Path(os.environ.get("SGFS_REPO") or ".")
     try:

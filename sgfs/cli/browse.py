@@ -11,6 +11,7 @@ from sgfs.cli.options import (
     SOURCE_HELP,
     examples,
     key_option,
+    mess_option,
     source_argument,
     specs_options,
     world_of,
@@ -45,10 +46,10 @@ SPEC_HELP = f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP
 
 
 def _open(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
 ) -> Repository:
     key = load_key(key_file)
-    world = world_of(counterfactual)
+    world = world_of(counterfactual, mess)
     return open_repository(source, repository_factory(specs, fallback, key, world), key, world)
 
 
@@ -61,10 +62,11 @@ def _missing(source: str, path: str) -> SgfsError:
 @specs_options
 @key_option
 @world_option
+@mess_option
 def tree_command(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
 ) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual)
+    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
     write_stdout("".join(f"{p}\n" for p in repo.file_paths()))
 
 
@@ -74,10 +76,17 @@ def tree_command(
 @specs_options
 @key_option
 @world_option
+@mess_option
 def ls_command(
-    source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str,
+    path: str,
+    specs: str | None,
+    fallback: str | None,
+    key_file: str | None,
+    counterfactual: bool,
+    mess: int,
 ) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual)
+    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
     try:
         node = repo.lookup(path)
         if not node.is_dir:
@@ -95,10 +104,17 @@ def ls_command(
 @specs_options
 @key_option
 @world_option
+@mess_option
 def cat_command(
-    source: str, path: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str,
+    path: str,
+    specs: str | None,
+    fallback: str | None,
+    key_file: str | None,
+    counterfactual: bool,
+    mess: int,
 ) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual)
+    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
     try:
         if repo.lookup(path).is_dir:
             raise SgfsError(f"is a directory in repository {source}: {path}")
@@ -113,10 +129,11 @@ def cat_command(
 @specs_options
 @key_option
 @world_option
+@mess_option
 def digest_command(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
 ) -> None:
-    write_stdout(_open(source, specs, fallback, key_file, counterfactual).digest() + "\n")
+    write_stdout(_open(source, specs, fallback, key_file, counterfactual, mess).digest() + "\n")
 
 
 @click.command("spec", context_settings=SEED_CONTEXT, help=SPEC_HELP)
@@ -125,14 +142,21 @@ def digest_command(
 @specs_options
 @key_option
 @world_option
+@mess_option
 def spec_command(
-    source: str, check: bool, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool
+    source: str,
+    check: bool,
+    specs: str | None,
+    fallback: str | None,
+    key_file: str | None,
+    counterfactual: bool,
+    mess: int,
 ) -> None:
     if check:
         repo: Repository = load_spec_file(source)
         write_stdout(f"ok: {repo.spec.project.title}\n")
         return
-    spec = _open(source, specs, fallback, key_file, counterfactual).spec
+    spec = _open(source, specs, fallback, key_file, counterfactual, mess).spec
     text = spec.to_json()
     assert from_json(text) == spec  # the round trip is part of the contract
     write_stdout(text)

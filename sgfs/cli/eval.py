@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from sgfs.cli.options import examples, key_option, world_option
+from sgfs.cli.options import examples, key_option, mess_option, world_option
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import parse_seed_list
 
@@ -84,6 +84,7 @@ reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: 
     "--no-sandbox", is_flag=True, help="Run agents unsealed, as you: they can read the answers (see docs/eval.md)."
 )
 @world_option
+@mess_option
 @functools.partial(
     key_option,
     help="Universe key (`sgfs key new`): questions and the private mount are the keyed universe's; with --mount, "
@@ -116,6 +117,7 @@ def eval_command(
     no_sandbox: bool,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
     quiet: bool,
 ) -> None:
     from sgfs.agents.sandbox import Bind, SandboxPolicy
@@ -156,6 +158,7 @@ def eval_command(
         sandbox=sandbox,
         key_file=key_file,
         counterfactual=counterfactual,
+        mess=mess,
         repeats=repeats,
     )
     fingerprint = key_fingerprint(key_file)  # a bad key file is refused before anything else is done

@@ -14,6 +14,7 @@ from sgfs.cli.options import (
     SOURCE_HELP,
     examples,
     key_option,
+    mess_option,
     source_argument,
     specs_options,
     world_of,
@@ -38,6 +39,7 @@ EXPORT_HELP = f"Write every file of a repository under DIR.\n\n{SOURCE_HELP}\n\n
 @specs_options
 @key_option
 @world_option
+@mess_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -53,9 +55,10 @@ def export_command(
     fallback: str | None,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
     cache_dir: str | None,
 ) -> None:
-    key, world = load_key(key_file), world_of(counterfactual)
+    key, world = load_key(key_file), world_of(counterfactual, mess)
     repo = open_repository(source, repository_factory(specs, fallback, key, world), key, world)
     cache = DiskCache(Path(cache_dir), DEFAULT_DISK_CACHE_MB << 20) if cache_dir else None
     paths = repo.file_paths()

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from sgfs.cli.options import examples, key_option
+from sgfs.cli.options import examples, key_option, specs_options, world_of, world_option
 from sgfs.errors import SgfsError
-from sgfs.store.repositories import keyed_procedural, load_key, parse_seed_list
+from sgfs.store.repositories import (
+    RepositoryFactory,
+    check_world,
+    keyed_procedural,
+    load_key,
+    mount_repositories,
+    parse_seed_list,
+)
 from sgfs.store.source import DEFAULT_CACHE_MB, MIB
 
 MCP_HELP = """Serve repositories to an MCP client through read-only filesystem tools.
@@ -22,6 +29,8 @@ URL once the server listens.
     "sgfs mcp --transport http --port 8000 # prints: sgfs mcp: serving on http://127.0.0.1:8000/mcp",
     "sgfs mcp --transport http --port 0    # any free port (the line says which)",
     "sgfs mcp --seeds 1-20 --key universe.key   # the keyed universe's repositories",
+    "sgfs mcp --seeds 1-20 --counterfactual     # the counterfactual world's repositories",
+    "sgfs mcp --specs pack.sgfspack              # the repositories of a spec pack (its seeds listed)",
 )
 
 
@@ -63,7 +72,9 @@ URL once the server listens.
     help="Run the Python tool without its sandbox (for machines without bubblewrap): UNSEALED, the code sees "
     "the host, sgfs included, and can read the truth. Without it, --python refuses to start where no sandbox can.",
 )
+@specs_options
 @key_option
+@world_option
 def mcp_command(
     seeds: str,
     transport: str,
@@ -74,10 +85,24 @@ def mcp_command(
     python_timeout: float,
     python_memory_mb: int,
     python_unsealed: bool,
+    specs: str | None,
+    fallback: str | None,
     key_file: str | None,
+    counterfactual: bool,
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
-    factory = keyed_procedural(load_key(key_file))
+    world = world_of(counterfactual)
+    check_world(specs, world)  # --counterfactual --specs: one line, before anything else is read
+    key = load_key(key_file)
+    factory: RepositoryFactory
+    if specs is None:
+        if fallback is not None:
+            raise SgfsError("--fallback only applies with --specs PACK")
+        factory = keyed_procedural(key, world)
+    else:  # as sgfs mount serves a pack: checked whole first, seeds outside it missing unless --fallback
+        pack = mount_repositories(specs, fallback, key)
+        factory = pack
+        seed_list = seed_list or pack.pack.seeds()
     try:
         from sgfs.agents.mcp.server import run_server
     except ImportError as exc:

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from sgfs.cli.options import examples, key_option, specs_options, world_option
+from sgfs.cli.options import examples, key_option, mess_option, specs_options, world_option
 from sgfs.errors import SgfsError
 from sgfs.mount.control import FSTYPE, check_fuse, check_mount_point, mount_type, start_daemon, unmount
 from sgfs.mount.daemon import serve, setup_logging
@@ -63,6 +63,7 @@ UNMOUNT_HELP = "Unmount an sgfs mount and return once it is gone.\n\n" + example
 @specs_options
 @key_option
 @world_option
+@mess_option
 @click.option(
     "--cache-dir",
     metavar="DIR",
@@ -94,6 +95,7 @@ def mount_command(
     fallback: str | None,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
     cache_dir: str | None,
     no_disk_cache: bool,
     disk_cache_mb: int,
@@ -121,6 +123,7 @@ def mount_command(
         workers=workers,
         key_file=key_file,
         counterfactual=counterfactual,
+        mess=mess,
     )
     check_fuse()
     mnt = check_mount_point(mountpoint)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from generators.spec import World
+from generators.spec import MAX_MESS, World
 from sgfs.errors import SgfsError
 
 source_argument = click.argument("source", metavar="SEED")
@@ -41,8 +41,22 @@ def world_option(command: click.decorators.FC) -> click.decorators.FC:
     return click.option("--counterfactual", is_flag=True, default=False, help=COUNTERFACTUAL_HELP)(command)
 
 
-def world_of(counterfactual: bool) -> World:
-    return World(counterfactual=counterfactual)
+MESS_HELP = (
+    "Messiness LEVEL: 0 clean (the default, the same bytes as without the option); 1 missing cells, comment lines "
+    "and units rows; 2 and 3 also missing-value codes, unit changes, inconsistent category spelling, superseded "
+    "files and renamed columns, declared in CODEBOOK.md (docs/generation.md, 'Messy repositories')."
+)
+
+
+def mess_option(command: click.decorators.FC) -> click.decorators.FC:
+    """``--mess LEVEL`` for every command that makes a repository or a question."""
+    return click.option(
+        "--mess", type=click.IntRange(0, MAX_MESS), default=0, metavar="LEVEL", show_default=True, help=MESS_HELP
+    )(command)
+
+
+def world_of(counterfactual: bool, mess: int = 0) -> World:
+    return World(counterfactual=counterfactual, mess=mess)
 
 
 def examples(*lines: str) -> str:

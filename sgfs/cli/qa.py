@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from sgfs.cli.options import examples, key_option, specs_options, world_of, world_option
+from sgfs.cli.options import examples, key_option, mess_option, specs_options, world_of, world_option
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import RepositoryFactory, load_key, parse_seed_list, repository_factory
 
@@ -55,6 +55,7 @@ QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)
 @specs_options
 @key_option
 @world_option
+@mess_option
 def qa_command(
     seeds: str,
     out: str,
@@ -65,11 +66,12 @@ def qa_command(
     fallback: str | None,
     key_file: str | None,
     counterfactual: bool,
+    mess: int,
 ) -> None:
     from qa.generate import Options  # scipy is heavy: only the commands that need it import it
 
     seed_list = parse_seed_list(seeds)
-    factory = repository_factory(specs, fallback, load_key(key_file), world_of(counterfactual))
+    factory = repository_factory(specs, fallback, load_key(key_file), world_of(counterfactual, mess))
     options = Options(per_type=per_type, unanswerable=unanswerable)
     if out == "-":
         _write(seed_list, factory, options, sys.stdout, quiet=True)

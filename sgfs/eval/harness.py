@@ -33,6 +33,7 @@ from sgfs.eval.results import (
     ResultsWriter,
     RunDescription,
     generator_version,
+    mess_level,
     question_format,
     read_results,
     read_run,
@@ -68,6 +69,7 @@ class EvalConfig:
     key_file: str | None = None
     repeats: int = 1  # --repeats K: each (question, variant) is asked K times
     counterfactual: bool = False  # --counterfactual: questions and the private mount are the counterfactual world's
+    mess: int = 0  # --mess LEVEL: questions and the private mount are of that messiness level
 
 
 MAX_REPEATS = 100
@@ -88,7 +90,7 @@ def run_items(items: list[AskedQuestion], repeats: int) -> list[RunItem]:
 def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
     """The items of this run (its shard) and the digest of every item of the whole run, before sharding."""
     source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
-    key, world = load_key(config.key_file), World(counterfactual=config.counterfactual)
+    key, world = load_key(config.key_file), World(counterfactual=config.counterfactual, mess=config.mess)
     if config.questions_file is not None:
         items = load_questions(source, config.variant, key=key, world=world)
     else:
@@ -129,6 +131,7 @@ def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) ->
         repeats=config.repeats,
         question_format=QUESTION_FORMAT,
         counterfactual=config.counterfactual,
+        mess=config.mess,
     )
 
 
@@ -161,6 +164,9 @@ def prepare_directory(
             )
         if (existing.get("counterfactual") is True) != meta.counterfactual:
             raise SgfsError(f"cannot resume {out}: it was made in another world (--counterfactual differs)")
+        if mess_level(existing) != meta.mess:
+            theirs_mess = mess_level(existing)
+            raise SgfsError(f"cannot resume {out}: it was made with --mess {theirs_mess}, not --mess {meta.mess}")
         if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("key_fingerprint") != meta.key_fingerprint:
@@ -226,6 +232,7 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
                         seeds,
                         None if config.key_file is None else os.path.abspath(config.key_file),
                         counterfactual=config.counterfactual,
+                        mess=config.mess,
                     )
                 )
             else:

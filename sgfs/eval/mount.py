@@ -23,7 +23,9 @@ class RunMount:
 
 
 @contextlib.contextmanager
-def private_mount(seeds: list[int], key_file: str | None = None, counterfactual: bool = False) -> Iterator[RunMount]:
+def private_mount(
+    seeds: list[int], key_file: str | None = None, counterfactual: bool = False, mess: int = 0
+) -> Iterator[RunMount]:
     """An audited mount on a fresh temporary directory, unmounted and removed whatever happens."""
     check_fuse()
     base = tempfile.mkdtemp(prefix="sgfs-eval-")
@@ -38,6 +40,7 @@ def private_mount(seeds: list[int], key_file: str | None = None, counterfactual:
             exit_with=os.getpid(),
             key_file=key_file,
             counterfactual=counterfactual,
+            mess=mess,
         )
         pid = start_daemon(mnt, options.checked(mnt))
         yield RunMount(mnt, audit)

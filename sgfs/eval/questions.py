@@ -24,7 +24,8 @@ def load_questions(
     unusable questions are an SgfsError."""
     try:
         counterfactual = world is not None and world.counterfactual
-        return load_asked_questions(source, variant, keyed_procedural(key, world), on_repository, counterfactual)
+        mess = 0 if world is None else world.mess
+        return load_asked_questions(source, variant, keyed_procedural(key, world), on_repository, counterfactual, mess)
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
 

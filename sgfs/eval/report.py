@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qa.grading import VARIANTS
-from qa.result_record import ResultRecord
+from qa.result_record import PRIORS, ResultRecord
 from sgfs.errors import SgfsError
 from sgfs.eval import plots
 from sgfs.eval.results import RunInfo
@@ -25,6 +25,7 @@ GROUPS: dict[str, Callable[[ResultRecord], str]] = {
     "variant": lambda record: record.variant,
     "answerable": lambda record: "answerable" if record.answerable else "unanswerable",
 }
+PRIOR_TITLE = "Accuracy on questions consistent with / violating domain priors"
 WRONG_SHOWN = 50  # wrong answers listed in the report; the rest are counted
 
 
@@ -112,6 +113,7 @@ def _run_lines(runs: Sequence[RunInfo], summary: RunSummary) -> list[str]:
     formats = sorted({run.question_format for run in runs})
     generators = sorted({run.generator_version for run in runs})
     worlds = sorted({"counterfactual (--counterfactual)" if run.counterfactual else "plain" for run in runs})
+    levels = sorted({run.mess for run in runs})
     sandboxes = sorted({run.sandbox for run in runs})
     keys = sorted({run.key_fingerprint or "none (the open universe)" for run in runs})
     return [
@@ -119,7 +121,8 @@ def _run_lines(runs: Sequence[RunInfo], summary: RunSummary) -> list[str]:
         f"- agent: {', '.join(agents) or '-'}",
         f"- sgfs version: {', '.join(versions) or '-'}",
         f"- question format: {', '.join(map(str, formats))}",
-        f"- generator version: {', '.join(map(str, generators))}; world: {', '.join(worlds)}",
+        f"- generator version: {', '.join(map(str, generators))}; world: {', '.join(worlds)}; "
+        f"mess level: {', '.join(map(str, levels))}",
         f"- sandbox: {'; '.join(sandboxes)}",
         f"- key fingerprint: {', '.join(keys)}",
         f"- graded items: {summary.n} ({summary.grading.get('questions', '-')} questions, "
@@ -157,6 +160,7 @@ def build_markdown(
         rows = [_accuracy_row(name, group) for name, group in _grouped(records, key).items()]
         lines += ["", f"### By {title}", "", *_table([title, *ACCURACY_HEADER], rows)]
         lines += ["", f"![accuracy by {title}](accuracy_by_{key}.png)"]
+    lines += _prior_section(records)
     lines += ["", "## Floors", "", "What an agent that reads nothing scores on exactly these items, graded like the "
               "agent's answers.", ""]  # fmt: skip
     floor_rows = []
@@ -204,6 +208,27 @@ def build_markdown(
     if baseline is not None:
         lines += _baseline_section(baseline)
     return "\n".join(lines) + "\n"
+
+
+def _prior_section(records: Sequence[ResultRecord]) -> list[str]:
+    """Accuracy on the questions over a cause and its outcome in the study design, split by whether the data
+    follow the design's expected direction (``consistent``) or a counterfactual world turned it around
+    (``violating``); nothing when no item has a prior."""
+    groups = {prior: [r for r in records if r.prior == prior] for prior in PRIORS}
+    if not any(groups.values()):
+        return []
+    rows = [_accuracy_row(prior, group) for prior, group in groups.items() if group]
+    return [
+        "",
+        f"### {PRIOR_TITLE}",
+        "",
+        "Questions over a cause and its outcome in the study design (a correlation or hypothesis test of two "
+        "columns): consistent when the data follow the design's expected direction, violating when the "
+        "counterfactual world turned it around. An agent that answers from domain knowledge rather than the data "
+        "does well on the first and badly on the second.",
+        "",
+        *_table(["prior", *ACCURACY_HEADER], rows),
+    ]
 
 
 def _repeats_section(summary: RunSummary) -> list[str]:

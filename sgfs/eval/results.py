@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from generators.spec import GENERATOR_VERSION
 from qa.model import QUESTION_FORMAT, Json
 from qa.records import QuestionsError
-from qa.result_record import ResultRecord, ResultRecordError
+from qa.result_record import PRIORS, ResultRecord, ResultRecordError
 from sgfs.errors import SgfsError
 from sgfs.eval.questions import parse_shard, shard_of
 
@@ -92,6 +92,19 @@ def read_results(path: Path, repair: bool = False) -> list[ResultRecord]:
         raise SgfsError(f"{path}: {exc}") from None
 
 
+def prior_split(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``by_prior``: ``{"n", "correct", "accuracy"}`` (as ``by_type``) over the items whose
+    question tests a relation of the study design the data follow (``consistent``) and those whose relation the
+    counterfactual world turned around (``violating``); both keys always, accuracy null for no items. Items of
+    questions without a prior are in neither."""
+    split: dict[str, dict[str, Any]] = {}
+    for prior in PRIORS:
+        group = [record for record in records if record.prior == prior]
+        correct = sum(bool(record.correct) for record in group)
+        split[prior] = {"n": len(group), "correct": correct, "accuracy": correct / len(group) if group else None}
+    return split
+
+
 def read_run(directory: Path) -> dict[str, Json] | None:
     """DIR/run.json as written (by this or an earlier version), or None when there is none."""
     path = directory / RUN
@@ -139,6 +152,7 @@ class RunDescription:
     question_format: int = QUESTION_FORMAT  # qa.model.QUESTION_FORMAT of the sgfs that asked the questions
     generator_version: int = GENERATOR_VERSION  # the generator that made the repositories
     counterfactual: bool = False  # --counterfactual: repositories of the counterfactual world
+    mess: int = 0  # --mess LEVEL of the repositories
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -159,6 +173,7 @@ class RunDescription:
             "question_format": self.question_format,
             "generator_version": self.generator_version,
             "counterfactual": self.counterfactual,
+            "mess": self.mess,
         }
 
 
@@ -172,6 +187,7 @@ IDENTITY_FIELDS = (
     "question_format",
     "generator_version",
     "counterfactual",
+    "mess",
 )
 
 
@@ -216,6 +232,7 @@ class RunInfo:
     sandbox: str = "not recorded"  # the sandbox policy, in words (``sandbox_text``)
     generator_version: int = GENERATOR_VERSION  # run.json's; 3 when it records none
     counterfactual: bool = False  # run.json's: repositories of the counterfactual world
+    mess: int = 0  # run.json's --mess level; 0 when it records none
 
     @classmethod
     def of(cls, directory: Path | str, meta: Mapping[str, Json] | None) -> RunInfo:
@@ -229,6 +246,7 @@ class RunInfo:
             fields["question_format"] = question_format(meta)
             fields["generator_version"] = generator_version(meta)
             fields["counterfactual"] = meta.get("counterfactual") is True
+            fields["mess"] = mess_level(meta)
             if fields["run_digest"] is None:  # written before run_digest: what the run was asked
                 fields["run_digest"] = json.dumps([meta.get("source"), meta.get("variant")], sort_keys=True)
             identity = json.dumps(fields, sort_keys=True)
@@ -244,7 +262,14 @@ class RunInfo:
             sandbox_text(meta),
             generator_version(meta),
             (meta or {}).get("counterfactual") is True,
+            mess_level(meta),
         )
+
+
+def mess_level(meta: Mapping[str, Json] | None) -> int:
+    """The ``--mess`` level a run.json records; 0 for runs made before it was recorded."""
+    value = (meta or {}).get("mess")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _repeats(value: Json) -> int:
@@ -284,6 +309,11 @@ def check_same_format(first: RunInfo, other: RunInfo, what: str = "runs") -> Non
         raise SgfsError(
             f"{other.dir} and {first.dir}: one was made in the counterfactual world and one was not: {what} of "
             "different worlds are never compared"
+        )
+    if first.mess != other.mess:
+        raise SgfsError(
+            f"{other.dir} (--mess {other.mess}) and {first.dir} (--mess {first.mess}) read repositories of different "
+            f"messiness: {what} of different levels are never compared"
         )
 
 
@@ -393,5 +423,10 @@ def _inspect_log(path: Path) -> tuple[list[ResultRecord], RunInfo]:
     fingerprint = _fingerprint(metadata.get("key_fingerprint"))
     agent = f"inspect_ai {log.eval.task} on {log.eval.model}"
     return graded, RunInfo(
-        str(path), agent, None, key_fingerprint=fingerprint, question_format=question_format(metadata)
+        str(path),
+        agent,
+        None,
+        key_fingerprint=fingerprint,
+        question_format=question_format(metadata),
+        counterfactual=metadata.get("counterfactual") is True,
     )

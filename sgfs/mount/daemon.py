@@ -84,8 +84,8 @@ def serve(
         pack = mount_repositories(options.specs, options.fallback, key)
         factory = pack
         seeds = seeds or pack.pack.seeds()  # the root lists the pack's seeds unless --seeds says otherwise
-    elif factory is None and (key is not None or options.counterfactual):
-        factory = keyed_procedural(key, World(counterfactual=options.counterfactual))
+    elif factory is None and (key is not None or options.counterfactual or options.mess):
+        factory = keyed_procedural(key, World(counterfactual=options.counterfactual, mess=options.mess))
     workers, cache_dir = options.workers, options.cache_dir
     from sgfs.mount.audit import AuditedFilesystem, AuditSink
     from sgfs.mount.kernel.pages import ListingBook

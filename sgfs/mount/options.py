@@ -7,7 +7,7 @@ import argparse
 import os
 from dataclasses import dataclass, replace
 
-from generators.spec import World
+from generators.spec import MAX_MESS, World
 from sgfs.errors import SgfsError
 from sgfs.store.diskcache import DEFAULT_DISK_CACHE_MB
 from sgfs.store.repositories import check_world, format_seed_list, parse_seed_list
@@ -31,6 +31,7 @@ class MountOptions:
     exit_with: int | None = None  # unmount once the process with this pid is gone
     key_file: str | None = None  # universe key FILE (its path travels to the daemon, never the key)
     counterfactual: bool = False  # procedural repositories in the counterfactual world
+    mess: int = 0  # --mess LEVEL of the procedural repositories (generators.mess)
 
     def checked(self, mountpoint: str) -> MountOptions:
         """These options with absolute paths, or an SgfsError naming the first one that cannot work."""
@@ -38,7 +39,7 @@ class MountOptions:
             raise SgfsError(f"invalid --cache-mb {self.cache_mb}: must be 0 or more")
         if self.fallback is not None and self.specs is None:
             raise SgfsError("--fallback only applies with --specs PACK")
-        check_world(self.specs, World(counterfactual=self.counterfactual))
+        check_world(self.specs, World(counterfactual=self.counterfactual, mess=self.mess))
         mnt = os.path.abspath(mountpoint)
         log_file = None if self.log_file is None else os.path.abspath(self.log_file)
         audit_file = None if self.audit_file is None else os.path.abspath(self.audit_file)
@@ -80,6 +81,8 @@ class MountOptions:
             argv.append("--no-listing-cache")
         if self.counterfactual:
             argv.append("--counterfactual")
+        if self.mess:
+            argv += ["--mess", str(self.mess)]
         return argv
 
     @classmethod
@@ -101,6 +104,7 @@ class MountOptions:
         parser.add_argument("--no-listing-cache", action="store_true", help="every listing reaches the daemon")
         parser.add_argument("--key", default=None, help="universe key file (the daemon reads the key from it)")
         parser.add_argument("--counterfactual", action="store_true", help="serve the counterfactual world")
+        parser.add_argument("--mess", type=int, default=0, choices=range(MAX_MESS + 1), help="messiness level")
         args = parser.parse_args(argv)
         options = cls(
             seeds=tuple(parse_seed_list(args.seeds)) if args.seeds.strip() else (),
@@ -116,5 +120,6 @@ class MountOptions:
             exit_with=args.exit_with,
             key_file=args.key,
             counterfactual=args.counterfactual,
+            mess=args.mess,
         )
         return args.mountpoint, options, args.background

@@ -147,9 +147,12 @@ def repository_factory(
 
 
 def check_world(specs: str | None, world: World | None) -> None:
-    """A world (``--counterfactual``) is built from the procedural builder's study designs: refused with a pack."""
+    """A world (``--counterfactual``, ``--mess``) is built from the procedural builder's study designs: refused with
+    a pack."""
     if specs is not None and world is not None and world.counterfactual:
         raise SgfsError("--counterfactual applies to procedural repositories, not to a spec pack (--specs)")
+    if specs is not None and world is not None and world.mess:
+        raise SgfsError("--mess applies to procedural repositories, not to a spec pack (--specs)")
 
 
 def open_repository(
@@ -164,6 +167,8 @@ def open_repository(
                 f"--counterfactual applies to seeds, not to spec file {source} (its 'counterfactual' field says "
                 "which relations it turns around)"
             )
+        if world is not None and world.mess:
+            raise SgfsError(f"--mess applies to seeds, not to spec file {source} (set its 'mess' field instead)")
         repo = load_spec_file(source)
         if key is None:
             return repo

@@ -161,6 +161,7 @@ def test_records_from_the_log(eval_log: Any) -> None:
         "evidence_recall": 1.0,
         "repeat": 1,
         "truth": "yes",
+        "prior": None,  # the readme question tests no relation of the study design
         # the floor agents on this item: abstaining is wrong; the prior policy is right when its readme answer is
         "floors": {"abstain": False, "prior": default_table().answer("readme") == "yes"},
     }
@@ -314,3 +315,100 @@ def test_shell_tools_on_a_real_mount(tmp_path: Path) -> None:
     assert log.results.scores[0].metrics["accuracy"].value == 1.0
     mounts = Path("/proc/mounts").read_text()
     assert cwd.rpartition("/")[0] not in mounts  # unmounted after the sample
+
+
+# -- the counterfactual world -----------------------------------------------------------------------------
+COUNTERFACTUAL_SEED = 3  # a seed whose counterfactual world turns relations around (tests/cli)
+
+
+def test_counterfactual_task_asks_the_counterfactual_worlds_questions() -> None:
+    """``counterfactual=True``: the samples are `sgfs qa --counterfactual`'s questions with their answers, and the
+    task's metadata names the world (so `sgfs report` keeps worlds apart)."""
+    from sgfs.agents.inspect_task.task import infinite_science
+    from tests.helpers.commands import cli
+
+    seed = COUNTERFACTUAL_SEED
+    lines = cli("qa", seed, "--counterfactual", "--out", "-").stdout.splitlines()
+    expected = {record["id"]: record for record in map(json.loads, lines)}
+    task = infinite_science(seeds=seed, counterfactual=True)
+    assert task.metadata is not None and task.metadata["counterfactual"] is True
+    samples = {str(sample.id): sample for sample in task.dataset}
+    assert set(samples) == set(expected)
+    for question_id, sample in samples.items():
+        assert sample.target == json.dumps(expected[question_id]["answer"]), question_id
+        assert sample.metadata is not None and sample.metadata["record"]["counterfactual"] is True
+    assert any(record["prior"] == "violating" for record in expected.values())
+    plain = {str(sample.id): sample.target for sample in infinite_science(seeds=seed).dataset}
+    assert any(plain.get(question_id) not in (None, sample.target) for question_id, sample in samples.items())
+    assert infinite_science(seeds=seed).metadata["counterfactual"] is False  # type: ignore[index]
+
+
+def test_counterfactual_task_refuses_questions_of_another_world(tmp_path: Path) -> None:
+    from sgfs.agents.inspect_task.task import infinite_science
+
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r.question.to_dict()) + "\n" for r in generated(SEED, 1)[:2]))
+    with pytest.raises(SgfsError, match=r"made in the plain world: drop -T counterfactual=true$"):
+        infinite_science(questions=str(path), counterfactual=True)
+    with pytest.raises(SgfsError, match="counterfactual must be true or false, got 'yes'"):
+        infinite_science(seeds=SEED, counterfactual="yes")  # type: ignore[arg-type]
+
+
+def is_text(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_counterfactual_task_serves_the_counterfactual_bytes(tmp_path: Path) -> None:
+    """The file tools of a counterfactual task read the counterfactual world's files; the log's records carry
+    each question's prior, and `sgfs report` shows the split and names the world."""
+    from inspect_ai import eval as inspect_eval
+
+    import generators
+    from generators.builders.procedural import build_spec
+    from generators.repository import Repository
+    from generators.spec import World
+    from sgfs.agents.inspect_task.task import infinite_science
+    from sgfs.eval.results import load_results
+    from tests.helpers.commands import cli
+
+    seed = COUNTERFACTUAL_SEED
+    world, plain = Repository(build_spec(seed, world=World(counterfactual=True))), generators.repository(seed)
+    changed = next(p for p in world.file_paths() if world.read(p) != plain.read(p) and is_text(world.read(p)))
+    task = infinite_science(seeds=seed, counterfactual=True)
+    violating = next(
+        s
+        for s in task.dataset
+        if s.metadata and s.metadata["record"]["prior"] == "violating" and s.metadata["answerable"]
+    )
+
+    def respond(messages: list[ChatMessage], tools: Any, tool_choice: Any, config: Any) -> ModelOutput:
+        if not any(isinstance(m, ChatMessageTool) for m in messages):
+            output = ModelOutput.for_tool_call(MODEL, "read_text_file", {"path": f"{seed}/{changed}"}, "call-0")
+        else:
+            output = ModelOutput.from_content(MODEL, json.dumps({"answer": json.loads(str(violating.target))}))
+        output.usage = usage(messages)
+        return output
+
+    log = inspect_eval(
+        task,
+        model=get_model(MODEL, custom_outputs=respond),
+        sample_id=[str(violating.id)],
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )[0]
+    assert log.status == "success", log.error
+    read = [m.text for m in log.samples[0].messages if isinstance(m, ChatMessageTool)]
+    assert read == [world.read(changed).decode()] and read[0] != plain.read(changed).decode()
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    [record] = records_from_log(log.location)
+    assert record.prior == "violating" and record.correct
+    loaded = load_results([log.location])
+    assert [run.counterfactual for run in loaded.runs] == [True]
+    assert cli("report", log.location, "--out", tmp_path / "report").returncode == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "Accuracy on questions consistent with / violating domain priors" in report
+    assert "| violating | 1 | 1 | 1 | 100.0 % |" in report

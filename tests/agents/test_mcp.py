@@ -307,3 +307,80 @@ def test_mcp_python_tool() -> None:
 
     run_client(build_server(MountSource([]), PythonLimits(timeout_s=30)), body)
     run_client(build_server(MountSource([])), check_reads)  # without it, only the six file tools
+
+
+# -- the counterfactual world and spec packs --------------------------------------------------------------
+COUNTERFACTUAL_SEED = 3  # a seed whose counterfactual world turns relations around (tests/cli)
+
+
+def test_mcp_serves_the_counterfactual_world() -> None:
+    """``sgfs mcp --counterfactual`` serves the bytes of ``sgfs cat --counterfactual``, which differ from the plain
+    world's for the files over a turned relation."""
+    from mcp import StdioServerParameters
+
+    import generators
+    from generators.builders.procedural import build_spec
+    from generators.repository import Repository
+    from generators.spec import World
+
+    seed = COUNTERFACTUAL_SEED
+    world = Repository(build_spec(seed, world=World(counterfactual=True)))
+    assert world.spec.counterfactual, "the seed must turn some relation around"
+    plain = generators.repository(seed)
+    changed = [p for p in world.file_paths() if p != "README.md" and world.read(p) != plain.read(p)]
+    assert changed
+    paths = [*changed[:2], "README.md"]
+    cats = {
+        path: subprocess.run(
+            [*SGFS, "cat", str(seed), path, "--counterfactual"], capture_output=True, check=True, timeout=60
+        ).stdout
+        for path in paths
+    }
+    params = StdioServerParameters(command=SGFS[0], args=[*SGFS[1:], "mcp", "--seeds", str(seed), "--counterfactual"])
+
+    async def body(client: Any) -> None:
+        root = await client.call_tool("list_directory", {"path": "/"})
+        assert text(root) == f"[DIR] {seed}"
+        for path in paths:
+            result = await client.call_tool("read_binary_file", {"path": f"{seed}/{path}"})
+            assert not result.is_error, text(result)
+            served = base64.b64decode(json.loads(text(result))["base64"])
+            assert served == cats[path] == world.read(path), path
+            if path in changed:
+                assert served != plain.read(path)
+
+    run_client(params, body)
+
+
+def test_mcp_serves_a_spec_pack(tmp_path: Any) -> None:
+    """``sgfs mcp --specs PACK``: the pack's repositories, its seeds listed at the root; others missing."""
+    from mcp import StdioServerParameters
+
+    pack = tmp_path / "p.sgfspack"
+    built = [*SGFS, "specs", "build", "1-2", "--backend", "procedural", "--out", str(pack)]
+    subprocess.run(built, capture_output=True, check=True, timeout=120)
+    params = StdioServerParameters(command=SGFS[0], args=[*SGFS[1:], "mcp", "--specs", str(pack)])
+    readme = subprocess.run([*SGFS, "cat", "2", "README.md", "--specs", str(pack)], capture_output=True, timeout=60)
+
+    async def body(client: Any) -> None:
+        root = await client.call_tool("list_directory", {"path": "/"})
+        assert text(root).splitlines() == ["[DIR] 1", "[DIR] 2"]
+        outside = await client.call_tool("list_directory", {"path": "5"})
+        assert outside.is_error and "no such file or directory: 5" in text(outside)
+        if readme.returncode == 0:
+            served = await client.call_tool("read_text_file", {"path": "2/README.md"})
+            assert text(served).encode() == readme.stdout
+
+    run_client(params, body)
+
+
+def test_mcp_refuses_a_world_with_a_pack_in_one_line(tmp_path: Any) -> None:
+    for args, message in (
+        (["--counterfactual", "--specs", str(tmp_path / "missing.sgfspack")], "not to a spec pack (--specs)"),
+        (["--fallback", "procedural"], "--fallback only applies with --specs PACK"),
+        (["--specs", str(tmp_path / "missing.sgfspack")], "missing.sgfspack"),
+    ):
+        result = subprocess.run([*SGFS, "mcp", *args], capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 2, (args, result.stderr)
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("sgfs: error: ") and message in lines[0], result.stderr

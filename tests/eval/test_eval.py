@@ -701,3 +701,87 @@ esac
     assert all(by_id[i]["time_s"] < 5 for i in ids), [by_id[i]["time_s"] for i in ids]
     assert elapsed < 60
     assert not left, "a detached child of an agent survived its question"
+
+
+# -- accuracy split by prior (the counterfactual world) ---------------------------------------------------
+COUNTERFACTUAL_SEEDS = "1-5"
+
+
+@pytest.fixture(scope="module")
+def counterfactual_questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The questions `sgfs eval 1-5 --counterfactual` asks (written once, so the oracle reads them instead of
+    generating its question again for each of the ~200 items)."""
+    path = tmp_path_factory.mktemp("counterfactual") / "q.jsonl"
+    result = sgfs("qa", COUNTERFACTUAL_SEEDS, "--counterfactual", "--out", path)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+@pytest.mark.fuse
+@pytest.mark.parametrize("agent", ["oracle", "abstain"])
+def test_accuracy_by_prior_over_the_counterfactual_world(
+    tmp_path: Path, counterfactual_questions: Path, agent: str
+) -> None:
+    """A real run in the counterfactual world: every record carries its question's prior, summary.json splits
+    accuracy by it (``by_prior``) and the report shows the table. The oracle is right on both groups; an agent
+    that abstains is wrong on every answerable one."""
+    require_fuse()
+    out = tmp_path / "run"
+    command = f"sgfs agent oracle --questions {counterfactual_questions}" if agent == "oracle" else ABSTAIN
+    result = run_eval(COUNTERFACTUAL_SEEDS, "--counterfactual", "--agent", command, "--out", out, "-j", 4)
+    assert result.returncode == 0, result.stderr
+    asked = {json.loads(line)["id"]: json.loads(line) for line in counterfactual_questions.read_text().splitlines()}
+    records = records_of(out)
+    assert {r["id"] for r in records} == set(asked)  # the eval generated the same questions as `sgfs qa`
+    assert all(r["prior"] == asked[r["id"]]["prior"] for r in records)
+    violating = [r for r in records if r["prior"] == "violating"]
+    consistent = [r for r in records if r["prior"] == "consistent"]
+    assert any(r["answerable"] for r in violating) and any(r["answerable"] for r in consistent)
+    by_prior = json.loads((out / "summary.json").read_text())["by_prior"]
+    assert set(by_prior) == {"consistent", "violating"}
+    for name, group in (("consistent", consistent), ("violating", violating)):
+        correct = sum(r["correct"] for r in group)
+        assert by_prior[name] == {"n": len(group), "correct": correct, "accuracy": correct / len(group)}
+        if agent == "oracle":
+            assert by_prior[name]["accuracy"] == 1.0
+        else:
+            assert not any(r["correct"] for r in group if r["answerable"])
+            assert all(r["correct"] for r in group if not r["answerable"])
+    report = (out / "report" / "report.md").read_text()
+    title = "Accuracy on questions consistent with / violating domain priors"
+    assert f"### {title}" in report and f"<h3>{title}</h3>" in (out / "report" / "report.html").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if line.startswith("| ")}
+    assert rows["violating"].startswith(f"| violating | {len(violating)} |")
+    assert rows["consistent"].startswith(f"| consistent | {len(consistent)} |")
+
+
+def test_the_prior_table_is_shown_only_when_an_item_has_a_prior(tmp_path: Path) -> None:
+    from sgfs.eval.finish import with_prior_split
+    from sgfs.eval.report import PRIOR_TITLE, build_markdown
+    from sgfs.eval.results import RunInfo
+
+    def record(number: int, prior: str | None, correct: bool) -> ResultRecord:
+        return ResultRecord.from_json(
+            {"id": f"1-bivariate_statistic-{number}", "type": "bivariate_statistic", "category": "Data Analysis",
+             "answerable": True, "correct": correct, "prior": prior, "status": "ok"}
+        )  # fmt: skip
+
+    plain = [record(1, None, True), record(2, None, False)]
+    runs = [RunInfo("run", "agent", None)]
+    assert PRIOR_TITLE not in build_markdown(plain, summarize_records(plain), runs, None)
+    summary = with_prior_split(summarize_records(plain), plain)
+    assert summary.grading["by_prior"] == {
+        "consistent": {"n": 0, "correct": 0, "accuracy": None},
+        "violating": {"n": 0, "correct": 0, "accuracy": None},
+    }
+    mixed = [*plain, record(3, "consistent", True), record(4, "violating", False), record(5, "violating", True)]
+    summary = with_prior_split(summarize_records(mixed), mixed)
+    assert summary.grading["by_prior"] == {
+        "consistent": {"n": 1, "correct": 1, "accuracy": 1.0},
+        "violating": {"n": 2, "correct": 1, "accuracy": 0.5},
+    }
+    keys = list(summary.to_json())
+    assert keys.index("by_prior") == keys.index("by_variant") + 1  # among the grader's splits
+    markdown = build_markdown(mixed, summary, runs, None)
+    assert f"### {PRIOR_TITLE}" in markdown
+    assert "| violating | 2 | 2 | 1 | 50.0 % |" in markdown and "| consistent | 1 | 1 | 1 | 100.0 % |" in markdown

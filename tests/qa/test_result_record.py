@@ -4,11 +4,12 @@ reading records back, those of other harnesses included."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from qa.model import Question
-from qa.result_record import EVAL_KEYS, RECORD_KEYS, EvalDetails, ResultRecord, ResultRecordError
+from qa.result_record import EVAL_KEYS, PRIORS, RECORD_KEYS, EvalDetails, ResultRecord, ResultRecordError
 
 QUESTION = Question(
     id="7-prefix-1",
@@ -28,7 +29,7 @@ QUESTION = Question(
 )
 # The order `sgfs eval` writes (docs/eval.md).
 EVAL_ORDER = [
-    "id", "variant", "repeat", "seed", "type", "category", "answer_kind", "answerable", "answer", "truth",
+    "id", "variant", "repeat", "seed", "type", "category", "answer_kind", "answerable", "prior", "answer", "truth",
     "extracted", "correct", "abstained", "status", "exit_code", "stderr_tail", "time_s", "usage", "tool_calls",
     "evidence_files", "files_read", "bytes_read", "dirs_listed", "reads_outside", "evidence_read",
     "evidence_recall", "floors",
@@ -76,3 +77,24 @@ def test_records_of_other_harnesses_need_five_keys() -> None:
     with pytest.raises(ResultRecordError, match=r"^record q1 has an invalid 'time_s'$"):
         ResultRecord.from_json({"id": "q1", "type": "t", "category": "c", "answerable": True, "correct": True,
                                 "time_s": "slow"})  # fmt: skip
+
+
+@pytest.mark.parametrize("prior", [*PRIORS, None])
+def test_the_record_carries_the_questions_prior(prior: str | None) -> None:
+    question = replace(QUESTION, prior=prior)
+    written = ResultRecord.of(
+        question, "template", answer="5", correct=True, abstained=False, status="ok", time_s=None, usage=None,
+        tool_calls=None, files_read=None,
+    )  # fmt: skip
+    assert written.prior == prior and written.to_json()["prior"] == prior
+    assert ResultRecord.from_json(json.loads(json.dumps(written.to_json()))) == written
+
+
+def test_prior_is_optional_on_read_and_checked() -> None:
+    minimal = {"id": "q1", "type": "t", "category": "c", "answerable": True, "correct": True}
+    assert ResultRecord.from_json(minimal).prior is None  # a record of an older sgfs, or of another harness
+    assert ResultRecord.from_json({**minimal, "prior": None}).prior is None
+    assert ResultRecord.from_json({**minimal, "prior": "violating"}).prior == "violating"
+    for bad in ("expected", 1, True, ["consistent"]):
+        with pytest.raises(ResultRecordError, match=r"^record q1 has an invalid 'prior'$"):
+            ResultRecord.from_json({**minimal, "prior": bad})

@@ -15,6 +15,7 @@ from inspect_ai.dataset import MemoryDataset
 from inspect_ai.model import ChatMessageSystem
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from generators.spec import World
 from qa.model import QUESTION_FORMAT
 from qa.records import QuestionSource
 from sgfs.agents.inspect_task.dataset import load_questions, to_samples
@@ -53,10 +54,11 @@ def system_prompt(seed: int, tools: str) -> str:
 
 
 @contextlib.contextmanager
-def mounted(seed: int, key_file: str | None = None) -> Iterator[Path]:
-    """``sgfs mount`` of one seed in a temporary directory (in ``key_file``'s universe); always unmounted."""
+def mounted(seed: int, key_file: str | None = None, counterfactual: bool = False) -> Iterator[Path]:
+    """``sgfs mount`` of one seed in a temporary directory (in ``key_file``'s universe, in the counterfactual
+    world with ``counterfactual``); always unmounted."""
     sgfs = [sys.executable, "-m", "sgfs"]
-    keyed = [] if key_file is None else ["--key", key_file]
+    keyed = ([] if key_file is None else ["--key", key_file]) + (["--counterfactual"] if counterfactual else [])
     with tempfile.TemporaryDirectory(prefix="sgfs-mnt-") as directory:
         mnt = Path(directory)
         argv = [*sgfs, "mount", str(mnt), "--seeds", str(seed), *keyed]
@@ -77,14 +79,16 @@ def repository_agent(
     output_bytes: int = 16384,
     key: str | None = None,
     python_unsealed: bool = False,
+    counterfactual: bool = False,
 ) -> Solver:
     """Gives the model the sample's repository tools and a system prompt, then lets it call tools until it
     answers (Inspect's generate loop). Repositories are copied locally once per seed for the Python tool; with
-    ``key`` (a key FILE) they are the keyed universe's."""
+    ``key`` (a key FILE) they are the keyed universe's, with ``counterfactual`` the counterfactual world's."""
     limits = PythonLimits(
         timeout_s=python_timeout, memory_mb=python_memory_mb, output_bytes=output_bytes, isolate=not python_unsealed
     )
-    source = MountSource([], factory=keyed_procedural(load_key(key, warn=False)))
+    world = World(counterfactual=counterfactual)
+    source = MountSource([], factory=keyed_procedural(load_key(key, warn=False), world))
     file_tools = RepositoryTools(source)
     workspaces = Workspaces(source)
 
@@ -93,7 +97,7 @@ def repository_agent(
         state.messages.insert(0, ChatMessageSystem(content=system_prompt(seed, tools)))
         if tools == "shell":
             with contextlib.ExitStack() as stack:
-                root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed, key)))
+                root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed, key, counterfactual)))
                 state.tools = [shell_tool(root, limits), python_tool(root, limits)]
                 try:
                     return await generate(state)
@@ -120,6 +124,7 @@ def infinite_science(
     message_limit: int = 60,
     key: str | None = None,
     python_unsealed: bool = False,
+    counterfactual: bool = False,
 ) -> Task:
     """InfiniteScienceGym questions over sgfs repositories.
 
@@ -140,6 +145,9 @@ def infinite_science(
         python_unsealed: run the Python and shell tools without their sandbox (for machines without
             bubblewrap): UNSEALED, the code sees the host, sgfs included. Without it the task refuses to start
             where no sandbox can.
+        counterfactual: the counterfactual world (as `sgfs qa --counterfactual`): questions and repositories in
+            which some relations of the study design run against their expected direction. A questions file
+            must have been made in the same world.
     """
     if tools not in TOOL_SETS:
         raise SgfsError(f"tools must be one of {', '.join(TOOL_SETS)}, got {tools!r}")
@@ -148,10 +156,15 @@ def infinite_science(
         raise SgfsError(problem)
     seed_list = parse_seed_list(str(seeds)) if questions is None else []
     universe = load_key(key)
-    asked = load_questions(QuestionSource(questions, seed_list, per_type, unanswerable), variant, universe)
+    if not isinstance(counterfactual, bool):  # -T counterfactual=yes arrives as a string
+        raise SgfsError(f"counterfactual must be true or false, got {counterfactual!r}")
+    source = QuestionSource(questions, seed_list, per_type, unanswerable)
+    asked = load_questions(source, variant, universe, World(counterfactual=counterfactual))
     return Task(
         dataset=MemoryDataset(to_samples(asked), name="infinite_science"),
-        solver=repository_agent(tools, python_timeout, python_memory_mb, output_bytes, key, python_unsealed),
+        solver=repository_agent(
+            tools, python_timeout, python_memory_mb, output_bytes, key, python_unsealed, counterfactual
+        ),
         scorer=infinite_science_scorer(),
         message_limit=message_limit,
         metadata={
@@ -159,5 +172,6 @@ def infinite_science(
             "variant": variant,
             "key_fingerprint": None if universe is None else universe.fingerprint,
             "question_format": QUESTION_FORMAT,  # runs of different formats are never compared
+            "counterfactual": counterfactual,  # nor runs of different worlds
         },
     )
