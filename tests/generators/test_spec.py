@@ -31,6 +31,8 @@ def _asdict_with_lists(value: Any) -> Any:
         value = asdict(value)
         if value.get("universe") == "":
             del value["universe"]
+        if value.get("mess") == 0:  # likewise the messiness level, absent for a clean repository
+            del value["mess"]
     if isinstance(value, dict):
         return {k: _asdict_with_lists(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

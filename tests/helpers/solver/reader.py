@@ -22,8 +22,9 @@ from pathlib import Path
 import openpyxl
 
 Cell = str | int | float
-Columns = dict[str, list[str]]
-TypedColumns = dict[str, list[Cell]]
+# A missing cell of a messy repository is ``None``; a clean repository has none.
+Columns = dict[str, list[str | None]]
+TypedColumns = dict[str, list[Cell | None]]
 
 EXTENSIONS: tuple[str, ...] = ("csv", "txt", "json", "jsonl", "xlsx", "log")
 
@@ -58,9 +59,14 @@ def cell_text(value: object) -> str:
     return str(value)
 
 
-def column_is_numeric(texts: Sequence[str]) -> bool:
-    """A column is numeric when every value parses as a number (an empty column is not)."""
-    return len(texts) > 0 and all(is_number(t) for t in texts)
+def column_is_numeric(texts: Sequence[str | None]) -> bool:
+    """A column is numeric when every value parses as a number (an empty column is not).
+
+    Missing cells (``None``, messy repositories only) are no values: they neither make a column numeric nor
+    text, and a column without any value is not numeric.
+    """
+    values = [t for t in texts if t is not None]
+    return len(values) > 0 and all(is_number(t) for t in values)
 
 
 def type_columns(columns: Columns) -> TypedColumns:
@@ -68,7 +74,7 @@ def type_columns(columns: Columns) -> TypedColumns:
     typed: TypedColumns = {}
     for name, texts in columns.items():
         if column_is_numeric(texts):
-            typed[name] = [parse_number(t) for t in texts]
+            typed[name] = [None if t is None else parse_number(t) for t in texts]
         else:
             typed[name] = list(texts)
     return typed
@@ -175,3 +181,112 @@ def read_table(path: Path) -> TypedColumns:
 def row_count(columns: Columns | TypedColumns) -> int:
     """The number of data rows of a table read by :func:`read_raw` or :func:`read_table`."""
     return max((len(v) for v in columns.values()), default=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Messy repositories (docs/generation.md, "Messy repositories"): what CODEBOOK.md declares
+
+_UNIT_CELL_RE = re.compile(r"\[[^\]]*\]")
+
+
+def _strip_comments(lines: list[str]) -> list[str]:
+    """Drop the comment lines (starting with ``#``) before the header."""
+    i = 0
+    while i < len(lines) and lines[i].startswith("#"):
+        i += 1
+    return lines[i:]
+
+
+def _is_units_row(cells: Sequence[object]) -> bool:
+    return len(cells) > 0 and all(isinstance(c, str) and _UNIT_CELL_RE.fullmatch(c) for c in cells)
+
+
+def _rows_to_columns(header: list[str], rows: list[list[str | None]], units_row: bool) -> Columns:
+    if units_row and rows and _is_units_row(rows[0]):
+        rows = rows[1:]
+    columns: Columns = {name: [] for name in header}
+    for row in rows:
+        if len(row) < len(header):  # an xlsx row whose last cells are absent
+            row = row + [None] * (len(header) - len(row))
+        if len(row) != len(header):
+            raise ValueError(f"row of {len(row)} fields under a header of {len(header)}")
+        for name, value in zip(header, row, strict=True):
+            columns[name].append(value)
+    return columns
+
+
+def read_messy(path: Path, missing_token: str | None, comments: bool, units_row: bool) -> Columns:
+    """Column name -> cell texts of a messy repository's data file, a missing cell being ``None``.
+
+    ``missing_token`` is how CODEBOOK.md says a missing value is written (``""`` for an empty cell, ``NA``,
+    ``null``); ``comments`` and ``units_row`` whether it declares comment lines before the header and a units
+    row right below it.  Missing-value codes (``-999``) are the caller's business: they are per column.
+    """
+    ext = path.suffix.lstrip(".")
+
+    def missing(text: str) -> str | None:
+        return None if missing_token is not None and text == missing_token else text
+
+    if ext == "xlsx":
+        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        try:
+            raw = [list(row) for row in workbook.worksheets[0].iter_rows(values_only=True)]
+        finally:
+            workbook.close()
+        raw = [row for row in raw if any(v is not None for v in row)]
+        if not raw:
+            return {}
+        header = [cell_text(v) for v in raw[0]]
+        while header and header[-1] == "":
+            header.pop()
+        body = [[None if v is None else cell_text(v) for v in row[: len(header)]] for row in raw[1:]]
+        return _rows_to_columns(header, body, units_row)
+    text = path.read_text(encoding="utf-8")
+    if ext in ("json", "jsonl"):
+        data = json.loads(text) if ext == "json" else [json.loads(x) for x in text.splitlines() if x.strip()]
+        columns: Columns = {}
+        for item in data:
+            for key in item:
+                columns.setdefault(key, [])
+        for item in data:
+            for key in columns:
+                value = item.get(key)
+                columns[key].append(None if value is None else cell_text(value))
+        return columns
+    lines = text.splitlines()
+    if comments:
+        lines = _strip_comments(lines)
+    if ext == "log":
+        records: list[dict[str, str | None]] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            record: dict[str, str | None] = {}
+            for token in shlex.split(line)[1:]:  # the first token is the leading timestamp
+                key, sep, value = token.partition("=")
+                if not sep:
+                    raise ValueError(f"log token without '=': {token!r}")
+                record[key] = missing(value)
+            records.append(record)
+        out: Columns = {}
+        for record in records:
+            for key in record:
+                out.setdefault(key, [])
+        for record in records:
+            for key in out:
+                out[key].append(record.get(key))
+        return out
+    text_rows: list[list[str]]
+    if ext == "csv":
+        text_rows = list(csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=","))
+    elif ext == "txt":
+        text_rows = [line.split("\t") for line in lines if line != ""]
+    else:
+        raise ValueError(f"unknown data file extension: {path}")
+    text_rows = [r for r in text_rows if r]
+    if not text_rows:
+        return {}
+    names, data_rows = text_rows[0], text_rows[1:]
+    if units_row and data_rows and _is_units_row(data_rows[0]):
+        data_rows = data_rows[1:]
+    return _rows_to_columns(names, [[missing(c) for c in r] for r in data_rows], False)

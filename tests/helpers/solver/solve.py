@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from .reader import EXTENSIONS, Columns, column_is_numeric, parse_number, read_raw
+from .codebook import Codebook, covers, read_codebook
+from .reader import EXTENSIONS, Columns, column_is_numeric, is_number, parse_number, read_messy, read_raw
 
 NOT_POSSIBLE = "not possible"
 Answer = str | int | float
@@ -70,6 +71,74 @@ def read_cached(path: Path) -> Columns:
     return read_raw(path)
 
 
+@functools.cache
+def codebook(repo_dir: Path) -> Codebook | None:
+    """The codebook of a messy repository; ``None`` for a clean one (no ``CODEBOOK.md``)."""
+    return read_codebook(repo_dir)
+
+
+_V2_RE = re.compile(r"_v2(\.[A-Za-z0-9]+)$")
+
+
+def layout_path(repo_dir: Path, path: str) -> str:
+    """The path whose layout fields are read: ``NAME_v2.ext`` reads as ``NAME.ext`` in a messy repository."""
+    if codebook(repo_dir) is None:
+        return path
+    return _V2_RE.sub(r"\1", path)
+
+
+def _converted(text: str | None, op: str, amount: str) -> str | None:
+    """The written value converted by exactly the stated operation, as its shortest round-trip text."""
+    if text is None:
+        return None
+    if not is_number(text):
+        raise ValueError(f"unit change of a non-number {text!r}")
+    value = float(text) * parse_number(amount) if op == "multiply" else float(text) + parse_number(amount)
+    return repr(value)
+
+
+@functools.cache
+def load_file(repo_dir: Path, rel: str) -> Columns:
+    """One data file's columns under the codebook's names, in the codebook's units; missing cells ``None``.
+
+    A clean repository's file is read as it always was (:func:`read_cached`).
+    """
+    book = codebook(repo_dir)
+    if book is None:
+        return read_cached(repo_dir / rel)
+    raw = read_messy(repo_dir / rel, book.missing_token, book.comments, book.units_row)
+    where = layout_path(repo_dir, rel)
+    where = where.rsplit(".", 1)[0]
+    renames = {c.renamed_to: c.column for c in book.changes if c.renamed_to and covers(c.scope, where)}
+    for written, name in renames.items():
+        if written not in raw:
+            raise ValueError(f"{rel}: CODEBOOK.md says {name!r} is named {written!r} here, but it is not")
+    for change in book.changes:
+        if change.renamed_to and change.renamed_to in raw and change.renamed_to not in renames:
+            raise ValueError(f"{rel}: column {change.renamed_to!r} in a file no rename covers")
+    columns: Columns = {renames.get(name, name): values for name, values in raw.items()}
+    for name, code in book.codes.items():
+        if name in columns:
+            columns[name] = [
+                None if t is not None and is_number(t) and parse_number(t) == parse_number(code) else t
+                for t in columns[name]
+            ]
+    for change in book.changes:
+        if change.op and change.column in columns and covers(change.scope, where):
+            assert change.amount is not None
+            columns[change.column] = [_converted(t, change.op, change.amount) for t in columns[change.column]]
+    return columns
+
+
+@functools.cache
+def repo_numeric(repo_dir: Path, column: str) -> bool:
+    """Whether ``column`` is numeric over every current data file (for a selection without any value)."""
+    values: list[str | None] = []
+    for rel in data_files(repo_dir):
+        values.extend(load_file(repo_dir, rel).get(column, []))
+    return column_is_numeric(values)
+
+
 def data_files(repo_dir: Path) -> list[str]:
     """Every data file path (relative, ``/``-separated), sorted; the root README is not one."""
     return list(_data_files(repo_dir))
@@ -86,7 +155,22 @@ def _data_files(repo_dir: Path) -> tuple[str, ...]:
             continue
         if p.suffix.lstrip(".") in EXTENSIONS:
             out.append(rel)
+    book = codebook(repo_dir)
+    if book is not None:
+        # Current files only: not under a folder of superseded copies, and not NAME.ext beside NAME_v2.ext.
+        present = set(out)
+        out = [
+            rel
+            for rel in out
+            if rel.split("/", 1)[0] not in book.superseded_dirs
+            and not (_V2_RE.search(rel) is None and _v2_name(rel) in present)
+        ]
     return tuple(sorted(out))
+
+
+def _v2_name(rel: str) -> str:
+    stem, dot, ext = rel.rpartition(".")
+    return f"{stem}_v2{dot}{ext}"
 
 
 def readme_text(repo_dir: Path) -> str:
@@ -219,9 +303,10 @@ def _all_readings(repo_dir: Path, layout_json: str) -> tuple[tuple[str, list[dic
     regex = layout_regex(layout)
     out: list[tuple[str, list[dict[str, str]]]] = []
     for path in data_files(repo_dir):
-        readings = path_values(path, layout)
+        where = layout_path(repo_dir, path)
+        readings = path_values(where, layout)
         # The regex and the exhaustive parser must agree on which paths follow the layout.
-        assert (regex.fullmatch(path) is not None) == bool(readings), path
+        assert (regex.fullmatch(where) is not None) == bool(readings), path
         out.append((path, readings))
     return tuple(out)
 
@@ -310,6 +395,20 @@ class Table:
 
     columns: Columns
     n_rows: int
+    # A messy repository's table: missing cells are ``None``, categories compare ignoring case and
+    # surrounding spaces, and a column without any value takes its type from the whole repository.
+    repo_dir: Path | None = None
+
+    @classmethod
+    def load(cls, repo_dir: Path, files: Sequence[str]) -> Table:
+        table = cls.pool([load_file(repo_dir, f) for f in files])
+        if codebook(repo_dir) is not None:
+            table.repo_dir = repo_dir
+        return table
+
+    @property
+    def messy(self) -> bool:
+        return self.repo_dir is not None
 
     @classmethod
     def pool(cls, tables: Sequence[Columns]) -> Table:
@@ -332,22 +431,36 @@ class Table:
             total += n
         return cls(pooled, total)
 
-    def column(self, name: str) -> list[str]:
+    def column(self, name: str) -> list[str | None]:
         if name not in self.columns:
             raise KeyError(f"no column {name!r}")
         return self.columns[name]
 
     def is_numeric(self, name: str) -> bool:
-        return column_is_numeric(self.column(name))
+        texts = self.column(name)
+        if self.repo_dir is not None and all(t is None for t in texts):
+            return repo_numeric(self.repo_dir, name)
+        return column_is_numeric(texts)
+
+    def complete(self, names: Sequence[str], rows: Sequence[int]) -> list[int]:
+        """The rows among ``rows`` with a value in every column of ``names`` (all of them when clean)."""
+        cols = [self.column(n) for n in names]
+        return [i for i in rows if all(c[i] is not None for c in cols)]
+
+    def category(self, text: str) -> str:
+        """A category as compared: ignoring case and surrounding spaces in a messy repository."""
+        return text.strip().casefold() if self.messy else text
 
 
 def _row_predicate(table: Table, cond: dict[str, Any]) -> Callable[[int], bool]:
     texts = table.column(cond["column"])
     op = cond["op"]
     if op in ("eq", "in"):
-        allowed = {cond["value"]} if op == "eq" else set(cond["values"])
-        return lambda i: texts[i] in allowed
-    nums = [parse_number(t) for t in texts]  # raises on a text column: not a documented query
+        allowed = {table.category(v) for v in ([cond["value"]] if op == "eq" else cond["values"])}
+        cats = [None if t is None else table.category(t) for t in texts]
+        return lambda i: cats[i] is not None and cats[i] in allowed
+    # A missing cell meets no row condition on its column (messy repositories).
+    nums = [math.nan if t is None else parse_number(t) for t in texts]  # raises on a text column
     if op == "gt":
         return lambda i: nums[i] > cond["value"]
     if op == "lt":
@@ -370,7 +483,9 @@ def load_single(repo_dir: Path, path: str) -> Table:
     file = repo_dir / path
     if path == "README.md" or not file.is_file():
         raise Unanswerable("no_file")
-    return Table.pool([read_cached(file)])
+    if codebook(repo_dir) is not None and path not in data_files(repo_dir):
+        raise Unanswerable("no_file")  # CODEBOOK.md or a superseded copy: not a (current) data file
+    return Table.load(repo_dir, [path])
 
 
 def load_selection(repo_dir: Path, query: dict[str, Any]) -> Table:
@@ -385,7 +500,7 @@ def load_selection(repo_dir: Path, query: dict[str, Any]) -> Table:
         files = data_files(repo_dir)
     if not files:
         raise Unanswerable("no_file")
-    return Table.pool([read_cached(repo_dir / f) for f in files])
+    return Table.load(repo_dir, files)
 
 
 # --------------------------------------------------------------------------------------------
@@ -511,13 +626,25 @@ def _numeric(table: Table, name: str) -> bool:
 
 
 def _values(table: Table, name: str, rows: Sequence[int]) -> list[int | float]:
+    """The values of ``name`` in ``rows``, which must all have one (see :meth:`Table.complete`)."""
     texts = table.column(name)
-    return [parse_number(texts[i]) for i in rows]
+    out = []
+    for i in rows:
+        t = texts[i]
+        assert t is not None
+        out.append(parse_number(t))
+    return out
 
 
 def _texts(table: Table, name: str, rows: Sequence[int]) -> list[str]:
+    """The categories of ``name`` in ``rows`` (all with a value), as compared."""
     texts = table.column(name)
-    return [texts[i] for i in rows]
+    out = []
+    for i in rows:
+        t = texts[i]
+        assert t is not None
+        out.append(table.category(t))
+    return out
 
 
 def _univariate_answer(table: Table, query: dict[str, Any]) -> Result:
@@ -529,6 +656,9 @@ def _univariate_answer(table: Table, query: dict[str, Any]) -> Result:
     rows = selected_rows(table, query.get("row_conditions") or [])
     if not rows:
         raise Unanswerable("no_row")
+    rows = table.complete([column], rows)
+    if not rows and "path" in query and table.messy:
+        raise Unanswerable("missing_values")  # one file whose selected rows have no value in the column
     if len(rows) < MIN_ROWS[statistic]:
         raise Unanswerable("too_few_rows")
     return univariate(statistic, _values(table, column, rows)), None
@@ -544,6 +674,7 @@ def _bivariate(table: Table, query: dict[str, Any], kind: str) -> tuple[float, f
         rows = selected_rows(table, conditions)
         if not rows:
             raise Unanswerable("no_row")
+        rows = table.complete([a, b], rows)
         if len(rows) < MIN_ROWS[kind]:
             raise Unanswerable("too_few_rows")
         x, y = _values(table, a, rows), _values(table, b, rows)
@@ -557,6 +688,9 @@ def _bivariate(table: Table, query: dict[str, Any], kind: str) -> tuple[float, f
         rows = selected_rows(table, conditions)
         if not rows:
             raise Unanswerable("no_row")
+        rows = table.complete([a, b], rows)
+        if len(rows) < MIN_ROWS[kind]:
+            raise Unanswerable("too_few_rows")
         ta, tb = _texts(table, a, rows), _texts(table, b, rows)
         # "each column needs at least two observed values": a column with one observed value is
         # constant over the selected rows, which is `constant_input` (the test's input is constant).
@@ -573,9 +707,11 @@ def _bivariate(table: Table, query: dict[str, Any], kind: str) -> tuple[float, f
         rows = selected_rows(table, conditions)
         if not rows:
             raise Unanswerable("no_row")
-        labels = table.column(a)
-        x = _values(table, b, [i for i in rows if labels[i] == g1])
-        y = _values(table, b, [i for i in rows if labels[i] == g2])
+        rows = table.complete([a, b], rows)
+        labels = _texts(table, a, rows)
+        c1, c2 = table.category(g1), table.category(g2)
+        x = _values(table, b, [i for i, label in zip(rows, labels, strict=True) if label == c1])
+        y = _values(table, b, [i for i, label in zip(rows, labels, strict=True) if label == c2])
         if len(x) < 2 or len(y) < 2:
             raise Unanswerable("too_few_rows")
         if len(set(x)) < 2 and len(set(y)) < 2:
@@ -590,10 +726,10 @@ def confounders(group1: Sequence[dict[str, str]], group2: Sequence[dict[str, str
 
 
 def _group_values(repo_dir: Path, paths: Sequence[str], column: str) -> list[int | float]:
-    table = Table.pool([read_cached(repo_dir / p) for p in paths])
+    table = Table.load(repo_dir, paths)
     if not table.is_numeric(column):
         raise ValueError(f"welch_factor column {column!r} is not numeric")  # not a documented query
-    return _values(table, column, range(table.n_rows))
+    return _values(table, column, table.complete([column], range(table.n_rows)))
 
 
 def welch_factor_p(repo_dir: Path, query: dict[str, Any]) -> float:
