@@ -349,7 +349,7 @@ def messy_file(
             text = _respell(text, variable.categories, rs.child("spelling", column.name))
         missing_written = missing
         if column.name in plan.sentinel_columns:
-            text = _put(text, missing, SENTINEL)
+            text = put(text, missing, SENTINEL)
             missing_written = np.zeros(n, dtype=bool)
         kind = "number" if column.numeric else ("text" if column.type == "categorical" else "raw")
         name = rename.new_name if rename is not None and column.name == rename.column else column.name
@@ -376,7 +376,7 @@ def _head(column: Column, keep: int) -> Column:
     return Column(column.name, column.type, column.values[:keep], column.text[:keep])
 
 
-def _put(text: list[str], where: BoolArray, token: str) -> list[str]:
+def put(text: list[str], where: BoolArray, token: str) -> list[str]:
     """``text`` with ``token`` in the cells ``where`` is true."""
     if not where.any():
         return text

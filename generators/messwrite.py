@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from generators.encoders import (
     _SHEET,
     _SHEET_SUFFIX,
@@ -25,7 +23,7 @@ from generators.encoders import (
     _render,
     _xml_escape,
 )
-from generators.mess import MISSING_TOKENS, MessyFile
+from generators.mess import MISSING_TOKENS, MessyFile, put
 from generators.synth import SMALL_INT_TEXT
 
 
@@ -34,12 +32,7 @@ def _column(file: MessyFile, i: int, quote: Callable[[str], str] | None, token: 
     cells = file.cells[i]
     if file.kinds[i] == "text" and quote is not None:
         cells = list(map(quote, cells))
-    missing = file.missing[i]
-    if missing.any():
-        array = np.array(cells, dtype=object)
-        array[missing] = token
-        cells = array.tolist()
-    return cells
+    return put(cells, file.missing[i], token)
 
 
 def _preamble(file: MessyFile) -> str:
@@ -111,12 +104,7 @@ def _xlsx(file: MessyFile) -> bytes:
         else:
             template = f'<c r="{letter}%s" t="inlineStr"><is><t>%s</t></is></c>'
             texts = list(map(_xml_escape, file.cells[i]))
-        column = list(map(template.__mod__, zip(numbers, texts, strict=True)))
-        if file.missing[i].any():
-            array = np.array(column, dtype=object)
-            array[file.missing[i]] = ""
-            column = array.tolist()
-        cells.append(column)
+        cells.append(put(list(map(template.__mod__, zip(numbers, texts, strict=True))), file.missing[i], ""))
     body = _render('<row r="%s">' + "%s" * len(letters) + "</row>", cells)
     sheet = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'

@@ -21,6 +21,8 @@ from generators.spec import Spec
 from generators.synth import Table, measure_text, synthesize
 
 MAX_SEED = 2**63 - 1
+# What ``Repository.measure`` keeps of a data file for ``encode_table``: its table, or a messy file's MessyFile.
+Measured = Table | messes.MessyFile
 
 
 class PathNotFound(LookupError):
@@ -110,29 +112,31 @@ class Repository:
                 nodes[f"{folder}/{name}" if folder else name] = is_dir
         return nodes
 
-    def table(self, path: str) -> Table:
-        """The rows of a data file as the clean repository writes them (in a messy repository: those of the layout
-        file whose current version or superseded copy ``path`` is)."""
-        parts = split_path(path)
-        logical = "/".join(parts)
+    def _layout_file(self, path: str) -> tuple[str, int]:
+        """The layout path and point number of the data file at ``path`` (in a messy repository: of the layout file
+        whose current version or superseded copy ``path`` is); PathNotFound for anything else."""
+        logical = "/".join(split_path(path))
         if self.mess is not None:
             if self._mess_nodes.get(logical) is not False or logical == messes.CODEBOOK_NAME:
                 raise PathNotFound(path)
             logical = self.mess.stale_copies.get(logical, messes.logical_of(logical))
-            parts = logical.split("/")
-        number = self.tree.file_index(parts)
+        number = self.tree.file_index(logical.split("/"))
         if number is None:
             raise PathNotFound(path)
+        return logical, number
+
+    def table(self, path: str) -> Table:
+        """The rows of a data file as the clean repository writes them (in a messy repository: those of the layout
+        file whose current version or superseded copy ``path`` is)."""
+        logical, number = self._layout_file(path)
         return synthesize(self.spec, logical, self.tree.placeholder_values(number))
 
     def _messy(self, path: str) -> messes.MessyFile:
         assert self.mess is not None
-        physical = "/".join(split_path(path))
-        table = self.table(physical)
-        logical = self.mess.stale_copies.get(physical, messes.logical_of(physical))
-        number = self.tree.file_index(logical.split("/"))
-        assert number is not None
-        return messes.messy_file(self.spec, self.mess, physical, table, self.tree.placeholder_values(number))
+        logical, number = self._layout_file(path)
+        values = self.tree.placeholder_values(number)
+        table = synthesize(self.spec, logical, values)
+        return messes.messy_file(self.spec, self.mess, "/".join(split_path(path)), table, values)
 
     def observed(self, path: str) -> Table:
         """The rows of a data file as the documented cleaning convention reads them (docs/generation.md): in a
@@ -155,7 +159,7 @@ class Repository:
         if self.mess is not None:
             if parts == [messes.CODEBOOK_NAME]:
                 return self.codebook
-            return encode_messy(self._messy(path), self.spec.extension)
+            return self.encode_table(self._messy(path))
         return self.encode_table(self.table(path))
 
     def size(self, path: str) -> int:
@@ -175,17 +179,24 @@ class Repository:
         """
         return [size for size, _ in self.measure(paths)]
 
-    def measure(self, paths: builtins.list[str]) -> builtins.list[tuple[int | Exception, Table | None]]:
-        """``sizes``, each with the table it measured (None for the README and failures): ``encode_table`` of
-        that table is then the file's bytes, so a file measured first is assembled later without being
-        synthesised again."""
-        results: builtins.list[tuple[int | Exception, Table | None]] = []
+    def measure(self, paths: builtins.list[str]) -> builtins.list[tuple[int | Exception, Measured | None]]:
+        """``sizes``, each with the table it measured (None for the README, the codebook and failures):
+        ``encode_table`` of that table is then the file's bytes, so a file measured first is assembled later
+        without being synthesised again (a messy file's table is its ``MessyFile``)."""
+        results: builtins.list[tuple[int | Exception, Measured | None]] = []
         tables: builtins.list[Table] = []
         slots: builtins.list[int] = []
         for path in paths:
             try:
-                if (split_path(path) == [README_NAME] and self.has_readme) or self.mess is not None:
+                parts = split_path(path)
+                if (parts == [README_NAME] and self.has_readme) or (
+                    self.mess is not None and parts == [messes.CODEBOOK_NAME]
+                ):
                     results.append((self.size(path), None))  # None: ``read`` gives the bytes
+                    continue
+                if self.mess is not None:  # written to be measured; kept, it is encoded again without synthesis
+                    messy = self._messy(path)
+                    results.append((len(self.encode_table(messy)), messy))
                     continue
                 tables.append(self.table(path))
                 slots.append(len(results))
@@ -200,8 +211,11 @@ class Repository:
                 results[slot] = (exc, None)
         return results
 
-    def encode_table(self, table: Table) -> bytes:
-        """The bytes of the data file whose table this is (``read`` is ``encode_table(table(path))``)."""
+    def encode_table(self, table: Measured) -> bytes:
+        """The bytes of the data file whose table this is (``read`` is ``encode_table(table(path))``, in a messy
+        repository ``encode_table`` of its ``MessyFile``)."""
+        if isinstance(table, messes.MessyFile):
+            return encode_messy(table, self.spec.extension)
         return encode(table, self.spec.extension)
 
     def file_paths(self) -> builtins.list[str]:

@@ -42,7 +42,8 @@ from typing import Any, Protocol
 from cachetools import LRUCache
 
 from generators import Repository, Spec
-from generators.synth import Table
+from generators.mess import MessyFile
+from generators.repository import Measured
 from sgfs.store.diskcache import DiskCache
 
 
@@ -69,9 +70,14 @@ CLOSE_GRACE_S = 2.0
 KEPT_TABLE_BYTES = 128 << 20
 _disks: dict[tuple[str, int], DiskCache] = {}
 _repositories: dict[str, Repository] = {}
-_tables: LRUCache[tuple[str, str], Table] = LRUCache(
-    maxsize=KEPT_TABLE_BYTES, getsizeof=lambda table: 64 * max(1, table.n_rows) * max(1, len(table.columns))
-)
+
+
+def _kept_bytes(kept: Measured) -> int:
+    table = kept.observed if isinstance(kept, MessyFile) else kept
+    return 64 * max(1, table.n_rows) * max(1, len(table.columns))
+
+
+_tables: LRUCache[tuple[str, str], Measured] = LRUCache(maxsize=KEPT_TABLE_BYTES, getsizeof=_kept_bytes)
 
 
 def _start_worker() -> None:

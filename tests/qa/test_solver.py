@@ -14,7 +14,7 @@ import subprocess
 import sys
 import traceback
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +158,56 @@ def _by_seed(records: list[dict[str, Any]]) -> Iterator[tuple[int, list[dict[str
     yield from sorted(groups.items(), key=lambda item: -len(item[1]))
 
 
+@dataclass
+class SolverRun:
+    """The solver over a corpus of records: every outcome, and the figures a summary prints."""
+
+    records: list[dict[str, Any]]
+    outcomes: list[Outcome]
+    ambiguous_paths: int
+    continuous: int  # answerable continuous records
+    checked: int  # of those, answers the solver computed and compared
+    reasons: Counter[str]
+
+    def lines(self, title: str) -> list[str]:
+        total, agree = Counter[str](), Counter[str]()
+        for o in self.outcomes:
+            total[o.type] += 1
+            agree[o.type] += o.ok
+        seeds = {r["seed"] for r in self.records}
+        lines = [f"{title}: {len(self.records)} questions over {len(seeds)} repositories"]
+        lines += [f"  {t:24s} {agree[t]:4d}/{total[t]:4d} agree" for t in sorted(total)]
+        lines.append(f"  agree in all: {sum(agree.values())}/{len(self.outcomes)}")
+        lines.append(f"  continuous answers checked: {self.checked}/{self.continuous}")
+        lines.append(f"  unanswerable reasons: {dict(sorted(self.reasons.items()))}")
+        return lines
+
+    def check(self, summary: str) -> None:
+        """Every answer agrees, nearly every continuous answer was computed, no path was read two ways."""
+        failures = [o.message for o in self.outcomes if not o.ok]
+        assert not failures, f"{len(failures)} disagreement(s)\n{summary}\n\n" + "\n\n".join(failures[:40])
+        assert self.continuous > 0 and self.checked >= 0.95 * self.continuous, summary
+        assert self.ambiguous_paths == 0, summary
+
+
+def solve_records(records: list[dict[str, Any]], repo_of: Callable[[int], Path]) -> SolverRun:
+    """``check_seed`` over every seed's records (``repo_of(seed)``: its files), on ``WORKERS`` processes."""
+    groups = list(_by_seed(records))
+    with ProcessPoolExecutor(WORKERS) as pool:
+        futures = [pool.submit(check_seed, recs, repo_of(seed)) for seed, recs in groups]
+        reports = [f.result() for f in futures]
+    outcomes = [o for rep in reports for o in rep.outcomes]
+    continuous = [r for r in records if r["answerable"] and r["answer_kind"] == "continuous"]
+    return SolverRun(
+        records,
+        outcomes,
+        sum(rep.ambiguous_paths for rep in reports),
+        len(continuous),
+        sum(o.continuous_checked for o in outcomes),
+        Counter(str(r["unanswerable_reason"]) for r in records if not r["answerable"]),
+    )
+
+
 def test_solver_reproduces_every_answer(corpus: Corpus) -> None:
     records = corpus.records
     assert {int(r["seed"]) for r in records} == set(ALL_SEEDS)
@@ -166,31 +216,13 @@ def test_solver_reproduces_every_answer(corpus: Corpus) -> None:
     for ext, seeds in SEEDS.items():
         assert all(extensions[s] == ext for s in seeds), (ext, {s: extensions[s] for s in seeds})
 
-    groups = list(_by_seed(records))
-    with ProcessPoolExecutor(WORKERS) as pool:
-        futures = [pool.submit(check_seed, recs, corpus.repos[seed]) for seed, recs in groups]
-        reports = [f.result() for f in futures]
-    outcomes = [o for rep in reports for o in rep.outcomes]
-
-    total, agree = Counter[str](), Counter[str]()
-    for o in outcomes:
-        total[o.type] += 1
-        agree[o.type] += o.ok
-    continuous = [r for r in records if r["answerable"] and r["answer_kind"] == "continuous"]
-    checked = sum(o.continuous_checked for o in outcomes)
-    reasons = Counter(str(r["unanswerable_reason"]) for r in records if not r["answerable"])
-    lines = [f"solver summary: {len(records)} questions over {len(ALL_SEEDS)} repositories"]
-    lines += [f"  {t:24s} {agree[t]:4d}/{total[t]:4d} agree" for t in sorted(total)]
-    lines.append(f"  continuous answers checked: {checked}/{len(continuous)}")
-    lines.append(f"  unanswerable reasons: {dict(sorted(reasons.items()))}")
-    lines.append(f"  ambiguous path readings: {sum(rep.ambiguous_paths for rep in reports)}")
+    run = solve_records(records, corpus.repos.__getitem__)
+    lines = run.lines("solver summary")
+    lines.append(f"  ambiguous path readings: {run.ambiguous_paths}")
     summary = "\n".join(lines)
     print(summary)
-
-    failures = [o.message for o in outcomes if not o.ok]
-    assert not failures, f"{len(failures)} disagreement(s)\n{summary}\n\n" + "\n\n".join(failures[:40])
-    assert len(continuous) > 0 and checked >= 0.95 * len(continuous), summary
-    assert sum(rep.ambiguous_paths for rep in reports) == 0, summary
+    run.check(summary)
+    reasons = run.reasons
     # The scientific reasons and the answerable twins of their forms are all checked, not only the mechanical ones.
     assert {"not_measured", "ambiguous_definition", "confounded"} <= set(reasons), summary
     answerable_forms = {

@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import pytest
 from tests.helpers.solver.codebook import Scope, covers, parse_codebook, path_date
 from tests.helpers.solver.reader import read_messy
 from tests.helpers.solver.solve import NOT_POSSIBLE, solve
-from tests.qa.test_solver import WORKERS, _by_seed, check_seed
+from tests.qa.test_solver import WORKERS, solve_records
 
 # Chosen once by hand from `sgfs spec SEED --mess 2` (extension), `sgfs cat SEED CODEBOOK.md --mess 2|3` (kinds)
 # and `sgfs tree SEED --mess 3 | wc -l` (all at most 42 lines), so that every format and every kind of mess occurs:
@@ -115,34 +115,15 @@ def test_solver_reproduces_every_messy_answer(mess_corpus: MessCorpus, level: in
     for ext, seeds in SEEDS.items():
         assert all(extensions[s] == ext for s in seeds), (ext, {s: extensions[s] for s in seeds})
 
-    groups = list(_by_seed(records))
-    with ProcessPoolExecutor(WORKERS) as pool:
-        futures = [pool.submit(check_seed, recs, mess_corpus.repos[(level, seed)]) for seed, recs in groups]
-        reports = [f.result() for f in futures]
-    outcomes = [o for rep in reports for o in rep.outcomes]
-
-    total, agree = Counter[str](), Counter[str]()
-    for o in outcomes:
-        total[o.type] += 1
-        agree[o.type] += o.ok
-    continuous = [r for r in records if r["answerable"] and r["answer_kind"] == "continuous"]
-    checked = sum(o.continuous_checked for o in outcomes)
-    reasons = Counter(str(r["unanswerable_reason"]) for r in records if not r["answerable"])
+    run = solve_records(records, lambda seed: mess_corpus.repos[(level, seed)])
+    reasons = run.reasons
     kinds = Counter(k for seed in ALL_SEEDS for k in _kinds(mess_corpus.repos[(level, seed)]))
-    lines = [f"solver summary, --mess {level}: {len(records)} questions over {len(ALL_SEEDS)} repositories"]
-    lines += [f"  {t:24s} {agree[t]:4d}/{total[t]:4d} agree" for t in sorted(total)]
-    lines.append(f"  agree in all: {sum(agree.values())}/{len(outcomes)}")
-    lines.append(f"  continuous answers checked: {checked}/{len(continuous)}")
-    lines.append(f"  unanswerable reasons: {dict(sorted(reasons.items()))}")
+    lines = run.lines(f"solver summary, --mess {level}")
     lines.append(f"  kinds of mess (repositories): {dict(sorted(kinds.items()))}")
-    lines.append(f"  ambiguous path readings: {sum(rep.ambiguous_paths for rep in reports)}")
+    lines.append(f"  ambiguous path readings: {run.ambiguous_paths}")
     summary = "\n".join(lines)
     print(summary)
-
-    failures = [o.message for o in outcomes if not o.ok]
-    assert not failures, f"{len(failures)} disagreement(s)\n{summary}\n\n" + "\n\n".join(failures[:40])
-    assert len(continuous) > 0 and checked >= 0.95 * len(continuous), summary
-    assert sum(rep.ambiguous_paths for rep in reports) == 0, summary
+    run.check(summary)
     # Every kind of mess of the level occurs (docs/generation.md, "Messy repositories").
     expected = {"missing", "comments", "units_row"}
     if level >= 2:
