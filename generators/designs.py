@@ -41,6 +41,7 @@ SHARED_FILE = "shared.json"
 
 # Unit grammar: symbols joined by "/" or "·" (or "*"), each with an optional integer exponent ("m^2", "s^-1").
 _UNIT_TOKEN_RE = re.compile(r"([^\s/·*^]+)(?:\^(-?[1-9]))?\Z")
+TIMESTAMP_RESOLUTIONS = ("datetime", "date")
 
 
 class DesignError(ValueError):
@@ -78,6 +79,15 @@ class Outcome:
     high: float | None
     decimals: int | None
     parents: tuple[tuple[str, int], ...]  # (column, +1 / -1 / 0) in file order
+    # A derived column: its exact definition in the expression language over earlier columns (earnings = wage x
+    # hours), with ``noise`` (absolute standard deviation, 0 for an exact definition) added. A definition is not a
+    # hypothesis: its parents (the formula's inputs, direction 0) are never turned around by --counterfactual.
+    formula: str = ""
+    noise: float = 0.0
+
+    @property
+    def derived(self) -> bool:
+        return bool(self.formula)
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,9 @@ class Timestamp:
     column: str
     name: str
     description: str
+    # "datetime": a time of day (instrument logs, sensor readings); "date": the day only, for records that take
+    # longer than a few minutes (interviews, scans, field visits), so no row claims a time a day cannot hold.
+    resolution: str = "datetime"
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,8 @@ def _sane_law(m: Measure, where: str) -> None:
 
 
 def _outcome(o: _Obj) -> Outcome:
+    if "formula" in o.data:
+        return _derived(o)
     o.check_keys(("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"), ("decimals",))
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
@@ -315,6 +330,33 @@ def _outcome(o: _Obj) -> Outcome:
     )  # fmt: skip
 
 
+def _derived(o: _Obj) -> Outcome:
+    """A column defined by a formula over earlier columns (checked against the design in ``_cross_checks``)."""
+    o.check_keys(("column", "name", "unit", "description", "formula", "min", "max"), ("decimals", "noise"))
+    formula = o.text("formula", limit=300)
+    try:
+        tree = expr.parse(formula)
+    except expr.ExpressionError as exc:
+        raise DesignError(f"{o.where}.formula: {exc}") from None
+    inputs = sorted(expr.names_used(tree))
+    if not inputs:
+        raise DesignError(f"{o.where}.formula: uses no column")
+    noise = o.number("noise") if "noise" in o.data else 0.0
+    assert noise is not None
+    if noise < 0:
+        raise DesignError(f"{o.where}.noise: must not be negative")
+    low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
+    if low is not None and high is not None and low >= high:
+        raise DesignError(f"{o.where}: min must be below max")
+    unit = o.text("unit", empty=True)
+    _unit_ok(unit, o.where)
+    # center and spread describe a hypothesised response; a definition's values follow from its inputs.
+    return Outcome(
+        o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), 0.0, 0.0, low, high,
+        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise,
+    )  # fmt: skip
+
+
 def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
     o.check_keys(("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"), ("timestamp",))
@@ -327,8 +369,11 @@ def _design(field: str, data: object, where: str) -> Design:
     timestamp = None
     if "timestamp" in o.data:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
-        t.check_keys(("column", "name", "description"))
-        timestamp = Timestamp(t.text("column", COLUMN_RE), t.text("name"), t.text("description"))
+        t.check_keys(("column", "name", "description"), ("resolution",))
+        resolution = t.text("resolution") if "resolution" in t.data else "datetime"
+        if resolution not in TIMESTAMP_RESOLUTIONS:
+            raise DesignError(f"{where}.timestamp.resolution: expected one of {', '.join(TIMESTAMP_RESOLUTIONS)}")
+        timestamp = Timestamp(t.text("column", COLUMN_RE), t.text("name"), t.text("description"), resolution)
     design = Design(
         field=field,
         subdomain=o.text("subdomain"),
@@ -338,7 +383,7 @@ def _design(field: str, data: object, where: str) -> Design:
         timestamp=timestamp,
         factors=tuple(_factor(f) for f in o.items("factors", 3, 6)),
         measures=tuple(_measure(m) for m in o.items("measures", 3, 8)),
-        outcomes=tuple(_outcome(y) for y in o.items("outcomes", 2, 6)),
+        outcomes=tuple(_outcome(y) for y in o.items("outcomes", 2, 8)),
     )
     _cross_checks(design, where)
     return design
@@ -355,7 +400,19 @@ def _cross_checks(d: Design, where: str) -> None:
     categorical = {f.column for f in d.factors if not f.numeric} | {
         m.column for m in d.measures if m.type == "categorical"
     }
+    numeric = {f.column for f in d.factors if f.numeric} | {m.column for m in d.measures if m.type != "categorical"}
+    levels = {f.column: tuple(str(v) for v in f.values) for f in d.factors if not f.numeric}
+    levels |= {m.column: m.values for m in d.measures if m.type == "categorical"}
+    if sum(not o.derived for o in d.outcomes) < 2:
+        raise DesignError(f"{where}: at least two outcomes must be responses (without a formula)")
     for outcome in d.outcomes:
+        if outcome.derived:
+            try:
+                expr.check(outcome.formula, expr.Scope(frozenset(numeric), levels))
+            except expr.ExpressionError as exc:
+                raise DesignError(
+                    f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures and earlier outcomes)"
+                ) from None
         for parent, direction in outcome.parents:
             if parent not in causes:
                 raise DesignError(
@@ -365,11 +422,12 @@ def _cross_checks(d: Design, where: str) -> None:
             if parent in categorical and direction != 0:
                 raise DesignError(f"{where}: {outcome.column!r}: categorical parent {parent!r} needs direction 0")
         causes.add(outcome.column)
+        numeric.add(outcome.column)
     # Every factor and most measures should matter to something, or the study would not record them.
-    used = {p for o in d.outcomes for p, _ in o.parents}
+    used = {p for o in d.outcomes if not o.derived for p, _ in o.parents}
     idle = [f.column for f in d.factors if f.column not in used]
     if idle:
-        raise DesignError(f"{where}: factor {idle[0]!r} is a parent of no outcome")
+        raise DesignError(f"{where}: factor {idle[0]!r} is a parent of no response (an outcome without a formula)")
 
 
 def load_file(text: str, taxonomy_field: Any, where: str) -> tuple[Design, ...]:

@@ -501,6 +501,63 @@ def _check_node(node: Node, scope: Scope) -> None:
                 raise ExpressionError(f"lookup() on {var!r} has no entry for {missing[0]!r} and no default")
 
 
+def restrict_levels(text: str, levels: Mapping[str, tuple[str, ...]]) -> str:
+    """``text`` for a repository whose categorical variables take only ``levels``: a comparison with a level
+    that is absent becomes the constant it always is (``==``: 0, ``!=``: 1) and lookup() entries of absent levels
+    are dropped. A study design's formula names every level of its factors; a repository varies some of them.
+    Returns ``text`` itself when nothing is absent."""
+    tree = parse(text)
+    restricted = _restrict(tree, levels)
+    return text if restricted == tree else to_text(restricted)
+
+
+def _restrict(node: Node, levels: Mapping[str, tuple[str, ...]]) -> Node:
+    match node:
+        case Binary(op=op, left=left, right=right) if op in ("==", "!=") and (
+            (isinstance(left, Name) and isinstance(right, Str)) or (isinstance(left, Str) and isinstance(right, Name))
+        ):
+            var, literal = (left, right) if isinstance(left, Name) else (right, left)
+            assert isinstance(var, Name) and isinstance(literal, Str)
+            if var.id in levels and literal.value not in levels[var.id]:
+                return Num(0.0 if op == "==" else 1.0)
+            return node
+        case Binary(op=op, left=left, right=right):
+            return Binary(op, _restrict(left, levels), _restrict(right, levels))
+        case Unary(op=op, operand=operand):
+            return Unary(op, _restrict(operand, levels))
+        case Call(func=func, args=args):
+            return Call(func, tuple(_restrict(a, levels) for a in args))
+        case Lookup(var=var, table=table, default=default) if var in levels:
+            kept = tuple((k, v) for k, v in table if k in levels[var])
+            if not kept:
+                return Num(default if default is not None else 0.0)
+            return Lookup(var, kept, default)
+        case _:
+            return node
+
+
+def to_text(node: Node) -> str:
+    """Expression text that parses back to ``node`` (every operation in parentheses)."""
+    match node:
+        case Num(value=value):
+            return repr(value) if value >= 0 else f"({value!r})"
+        case Str(value=value):
+            return f'"{value}"'
+        case Name(id=name):
+            return name
+        case Unary(op=op, operand=operand):
+            return f"({op} {to_text(operand)})" if op == "not" else f"({op}{to_text(operand)})"
+        case Binary(op=op, left=left, right=right):
+            return f"({to_text(left)} {op} {to_text(right)})"
+        case Call(func=func, args=args):
+            return f"{func}({', '.join(to_text(a) for a in args)})"
+        case Lookup(var=var, table=table, default=default):
+            entries = ", ".join(f'"{k}": {v!r}' for k, v in table)
+            tail = "" if default is None else f", {default!r}"
+            return f"lookup({var}, {{{entries}}}{tail})"
+    raise AssertionError(node)
+
+
 def _is_categorical_pair(left: Node, right: Node, scope: Scope) -> bool:
     return (isinstance(left, Name) and left.id in scope.categorical and isinstance(right, Str)) or (
         isinstance(right, Name) and right.id in scope.categorical and isinstance(left, Str)

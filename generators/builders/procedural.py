@@ -39,7 +39,7 @@ from generators.spec import (
     expression_scope,
     validate,
 )
-from generators.synth import sample_independent
+from generators.synth import fold, sample_independent
 
 REFERENCE_ROWS = 256
 _SPECIAL_RANK = {"researcher": 0.0, "date": 0.6, "seq_number": 2.2}
@@ -225,13 +225,16 @@ def _variables(
     spec: Spec, design: Design, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[list[Variable], list[_Term]]:
     ident = rs.pick(list(design.identifiers))
+    kind = "datetime"
     if design.timestamp is not None:
         column, label, description = design.timestamp.column, design.timestamp.name, design.timestamp.description
+        if design.timestamp.resolution == "date" and spec.extension != "log":  # a log line starts with a time
+            kind = "date"
     else:
         column, label, description = rs.pick(_DATETIME_NAMES)
     variables = [
         Variable(ident.name, ident.column, "identifier", "string", ident.description, prefix=ident.prefix),
-        Variable(label, column, "datetime", "datetime", description),
+        Variable(label, column, "datetime", kind, description),
     ]
     measures, outcomes = _choose_columns(spec, design, rs)
     independents = [_measure_variable(m) for m in measures]
@@ -251,7 +254,9 @@ def _variables(
 
 def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measure], list[Outcome]]:
     """Most of the design's measures and at least two of its outcomes (in causal order), each outcome with at
-    least one of its causes present (a missing measure cause is added)."""
+    least one of its causes present (a missing measure cause is added). A derived outcome (a formula) needs every
+    input: a missing measure is added; one that needs a condition this repository does not vary, or an outcome
+    not chosen, is left out."""
     n = len(design.measures)
     kept = set(rs.sample(list(range(n)), rs.randint(max(2, (n + 1) // 2), n)))
     n_out = rs.randint(min(2, len(design.outcomes)), len(design.outcomes))
@@ -263,15 +268,43 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
         if i not in wanted and len(outcomes) + (len(design.outcomes) - i) > 2:
             continue
         available = present | {design.measures[j].column for j in kept} | {o.column for o in outcomes}
-        if not any(c in available for c, _ in outcome.parents):
+        if outcome.derived:
+            absent = [c for c, _ in outcome.parents if c not in available]
+            if any(c not in measure_index for c in absent):
+                continue  # it needs a condition not varied here, or an outcome not chosen
+            if not _formula_fits(outcome.formula, spec, design, outcomes):
+                continue  # it names a level of a condition that this repository does not vary
+            kept |= {measure_index[c] for c in absent}
+        elif not any(c in available for c, _ in outcome.parents):
             missing = [measure_index[c] for c, _ in outcome.parents if c in measure_index]
             if not missing:
                 continue  # its causes are conditions this repository does not vary
             kept.add(missing[0])
         outcomes.append(outcome)
-    if not outcomes:  # every wanted outcome depends on conditions this repository does not vary
-        outcomes = [next(o for o in design.outcomes if any(c in present for c, _ in o.parents))]
+    if all(o.derived for o in outcomes):  # every wanted response depends on conditions not varied here
+        outcomes = [next(o for o in design.outcomes if not o.derived and any(c in present for c, _ in o.parents))]
     return [design.measures[j] for j in sorted(kept)], outcomes
+
+
+def _repository_formula(formula: str, spec: Spec) -> str:
+    """A design formula over the levels this repository gives its conditions: ``where(course == "CIS", 0, n)``
+    in a repository without the level CIS is ``where(0.0, 0.0, n)`` (``expr.restrict_levels``)."""
+    levels = {pv.column: tuple(str(v) for v in pv.values) for pv in spec.path_variables if not pv.numeric}
+    return expr.restrict_levels(formula, levels)
+
+
+def _formula_fits(formula: str, spec: Spec, design: Design, chosen: list[Outcome]) -> bool:
+    """Whether a derived outcome's formula type-checks in this repository (a safeguard: a design's formula is
+    checked against the design when it is loaded)."""
+    numeric = {pv.column for pv in spec.path_variables if pv.numeric}
+    numeric |= {m.column for m in design.measures if m.type != "categorical"} | {o.column for o in chosen}
+    levels = {pv.column: tuple(str(v) for v in pv.values) for pv in spec.path_variables if not pv.numeric}
+    levels |= {m.column: m.values for m in design.measures if m.type == "categorical"}
+    try:
+        expr.check(_repository_formula(formula, spec), expr.Scope(frozenset(numeric), levels))
+    except expr.ExpressionError:
+        return False
+    return True
 
 
 def _measure_variable(m: Measure) -> Variable:
@@ -343,11 +376,8 @@ class _Reference:
             assert variable.expression is not None
             values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(0, variable.noise_sd, self.n)
             low, high = variable.bounds
-            self._numeric(
-                variable.column,
-                variable.name,
-                np.clip(values, low if low is not None else -np.inf, high if high is not None else np.inf),
-            )
+            values = fold(values, -1e15 if low is None else low, 1e15 if high is None else high)
+            self._numeric(variable.column, variable.name, values)
 
     def evaluate(self, expression: str) -> np.ndarray[Any, np.dtype[np.float64]]:
         return expr.evaluate(expression, self.env, self.n)
@@ -367,6 +397,12 @@ def _dependent(
     outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[Variable, list[_Term]]:
     center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
+    if outcome.derived:  # a definition, not a hypothesis: no terms to state or to turn around
+        return Variable(
+            outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
+            expression=_repository_formula(outcome.formula, spec), noise_sd=outcome.noise, bounds=(low, high),
+            decimals=outcome.decimals,
+        ), []  # fmt: skip
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
     causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]

@@ -99,7 +99,7 @@ DRAFT_SCHEMA: dict[str, Any] = _object(
                     "name": _TEXT,
                     "column": {"type": "string", "pattern": COLUMN_PATTERN},
                     "role": {"enum": list(ROLES)},
-                    "type": {"enum": ["string", "datetime", "categorical", "integer", "continuous"]},
+                    "type": {"enum": ["string", "datetime", "date", "categorical", "integer", "continuous"]},
                     "description": _TEXT,
                     "unit": _TEXT,
                     "distribution": {

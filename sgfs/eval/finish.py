@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -18,7 +17,6 @@ from sgfs.eval.results import (
     check_same_format,
     check_same_universe,
     load_results,
-    prior_split,
     write_error,
     write_json,
 )
@@ -110,19 +108,6 @@ class Comparison:
         }
 
 
-def with_prior_split(summary: RunSummary, records: Sequence[ResultRecord]) -> RunSummary:
-    """``summary`` with ``by_prior`` (``prior_split`` of ``records``) among the grader's splits, after
-    ``by_variant``."""
-    grading: dict[str, Any] = {}
-    for name, value in summary.grading.items():
-        if name != "by_prior":
-            grading[name] = value
-        if name == "by_variant":
-            grading["by_prior"] = prior_split(records)
-    grading.setdefault("by_prior", prior_split(records))
-    return replace(summary, grading=grading)
-
-
 def finish(
     records: Sequence[ResultRecord],
     summary: RunSummary,
@@ -136,12 +121,10 @@ def finish(
     """Writes ``junit_file`` and the report in ``report_dir`` (each when given), then applies the gate: an
     SgfsError with exit code 1 when it fails. ``summary`` is that of ``records``; ``runs`` what the report says
     of the runs they come from. The baseline is compared on the items both runs hold (said on stderr), and the
-    paired comparison and the accuracy split by prior (``by_prior``) are added to ``summary_file`` (summary.json of
-    ``sgfs eval``) when given."""
+    paired comparison is added to ``summary_file`` (summary.json of ``sgfs eval``) when given."""
     if baseline is not None:
         baseline.check_universe(runs)
     comparison = None if baseline is None else baseline.compare(records)
-    summary = with_prior_split(summary, records)
     if comparison is not None:
         click.echo(f"sgfs: {comparison.line()}", err=True)
         summary = replace(summary, baseline=comparison.to_json())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from generators.spec import GENERATOR_VERSION
 from qa.model import QUESTION_FORMAT, Json
 from qa.records import QuestionsError
-from qa.result_record import PRIORS, ResultRecord, ResultRecordError
+from qa.result_record import ResultRecord, ResultRecordError
 from sgfs.errors import SgfsError
 from sgfs.eval.questions import parse_shard, shard_of
 
@@ -90,19 +90,6 @@ def read_results(path: Path, repair: bool = False) -> list[ResultRecord]:
         return [ResultRecord.from_json(obj) for obj in read_json_lines(path, repair)]
     except ResultRecordError as exc:
         raise SgfsError(f"{path}: {exc}") from None
-
-
-def prior_split(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
-    """``summary.json``'s ``by_prior``: ``{"n", "correct", "accuracy"}`` (as ``by_type``) over the items whose
-    question tests a relation of the study design the data follow (``consistent``) and those whose relation the
-    counterfactual world turned around (``violating``); both keys always, accuracy null for no items. Items of
-    questions without a prior are in neither."""
-    split: dict[str, dict[str, Any]] = {}
-    for prior in PRIORS:
-        group = [record for record in records if record.prior == prior]
-        correct = sum(bool(record.correct) for record in group)
-        split[prior] = {"n": len(group), "correct": correct, "accuracy": correct / len(group) if group else None}
-    return split
 
 
 def read_run(directory: Path) -> dict[str, Json] | None:

@@ -12,7 +12,7 @@ import numpy as np
 from qa.grading import VARIANTS, GradingRun
 from qa.metrics import summarize
 from qa.prior import PriorError
-from qa.result_record import FLOORS, STATUSES, ResultRecord, prior_table
+from qa.result_record import FLOORS, PRIORS, STATUSES, ResultRecord, prior_table
 from sgfs.eval.stats import clustered_proportion, pass_at_k
 
 INTERVAL_METHOD = (
@@ -175,6 +175,30 @@ def floor_summary(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def prior_split(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
+    """``summary.json``'s ``by_prior``: ``{"n", "correct", "accuracy"}`` (as ``by_type``) over the items whose
+    question tests a relation of the study design the data follow (``consistent``) and those whose relation the
+    counterfactual world turned around (``violating``); both keys always, accuracy null for no items. Items of
+    questions without a prior are in neither."""
+    split: dict[str, dict[str, Any]] = {}
+    for prior in PRIORS:
+        group = [record for record in records if record.prior == prior]
+        correct = sum(bool(record.correct) for record in group)
+        split[prior] = {"n": len(group), "correct": correct, "accuracy": correct / len(group) if group else None}
+    return split
+
+
+def _with_prior_split(grading: dict[str, Any], records: Sequence[ResultRecord]) -> dict[str, Any]:
+    """The grader's summary with ``by_prior`` among its splits, right after ``by_variant``."""
+    out: dict[str, Any] = {}
+    for name, value in grading.items():
+        out[name] = value
+        if name == "by_variant":
+            out["by_prior"] = prior_split(records)
+    out.setdefault("by_prior", prior_split(records))
+    return out
+
+
 def summarize_records(records: Sequence[ResultRecord], repeats: int | None = None) -> RunSummary:
     """The grader's summary (qa.metrics.summarize) over the records, plus the harness's keys; ``repeats`` is
     ``--repeats K`` (default: the highest repeat among the records)."""
@@ -182,7 +206,7 @@ def summarize_records(records: Sequence[ResultRecord], repeats: int | None = Non
     seen = {record.variant for record in records}
     variants = [v for v in VARIANTS if v in seen] or ["template"]
     items = GradingRun([record.item_result() for record in records], variants, [])
-    grading = summarize(items, [record.repeat for record in records])
+    grading = _with_prior_split(summarize(items, [record.repeat for record in records]), records)
     audited = [r for r in records if r.evidence_read is not None]
     with_evidence = [(r, r.evidence_recall) for r in audited if r.evidence_recall is not None]
     correct_with_evidence = [r for r, _ in with_evidence if r.correct and r.answerable]

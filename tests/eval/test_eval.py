@@ -756,7 +756,6 @@ def test_accuracy_by_prior_over_the_counterfactual_world(
 
 
 def test_the_prior_table_is_shown_only_when_an_item_has_a_prior(tmp_path: Path) -> None:
-    from sgfs.eval.finish import with_prior_split
     from sgfs.eval.report import PRIOR_TITLE, build_markdown
     from sgfs.eval.results import RunInfo
 
@@ -769,13 +768,13 @@ def test_the_prior_table_is_shown_only_when_an_item_has_a_prior(tmp_path: Path) 
     plain = [record(1, None, True), record(2, None, False)]
     runs = [RunInfo("run", "agent", None)]
     assert PRIOR_TITLE not in build_markdown(plain, summarize_records(plain), runs, None)
-    summary = with_prior_split(summarize_records(plain), plain)
+    summary = summarize_records(plain)
     assert summary.grading["by_prior"] == {
         "consistent": {"n": 0, "correct": 0, "accuracy": None},
         "violating": {"n": 0, "correct": 0, "accuracy": None},
     }
     mixed = [*plain, record(3, "consistent", True), record(4, "violating", False), record(5, "violating", True)]
-    summary = with_prior_split(summarize_records(mixed), mixed)
+    summary = summarize_records(mixed)
     assert summary.grading["by_prior"] == {
         "consistent": {"n": 1, "correct": 1, "accuracy": 1.0},
         "violating": {"n": 2, "correct": 1, "accuracy": 0.5},

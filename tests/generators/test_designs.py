@@ -34,8 +34,11 @@ def test_design_files_pass_the_checker() -> None:
 def test_designs_are_sane() -> None:
     for design in designs().values():
         assert len(design.factors) >= 3 and len(design.measures) >= 3 and len(design.outcomes) >= 2, design.subdomain
+        assert sum(not o.derived for o in design.outcomes) >= 2, design.subdomain
         for outcome in design.outcomes:
             assert outcome.parents, outcome.column
+            if outcome.derived:  # a definition: its values follow from its inputs
+                continue
             assert outcome.low is None or outcome.low <= outcome.center - outcome.spread
             assert outcome.high is None or outcome.center + outcome.spread <= outcome.high
         for factor in design.factors:
@@ -65,6 +68,12 @@ def test_bad_units_are_refused(unit: str) -> None:
         parse_unit(unit)
 
 
+def _response(data: dict[str, object]) -> dict[str, object]:
+    """The first outcome of the first design that is a response (not a formula)."""
+    outcomes = data["designs"][0]["outcomes"]  # type: ignore[index]
+    return next(o for o in outcomes if "formula" not in o)  # type: ignore[no-any-return]
+
+
 def _categorical(data: dict[str, object]) -> dict[str, object]:
     measures = data["designs"][0]["measures"]  # type: ignore[index]
     return next(m for m in measures if m["type"] == "categorical")  # type: ignore[no-any-return]
@@ -83,9 +92,9 @@ def _load(data: dict[str, object], slug: str) -> None:
     ("mutate", "message"),
     [
         (lambda d: d["designs"].pop(), "no design for subdomain"),
-        (lambda d: d["designs"][0]["outcomes"][0].update(parents={"no_such_column": 1}), "not a factor"),
-        (lambda d: d["designs"][0]["outcomes"][0].update(unit="furlongs"), "not a known unit symbol"),
-        (lambda d: d["designs"][0]["outcomes"][0].update(spread=-1), "spread: must be positive"),
+        (lambda d: _response(d).update(parents={"no_such_column": 1}), "not a factor"),
+        (lambda d: _response(d).update(unit="furlongs"), "not a known unit symbol"),
+        (lambda d: _response(d).update(spread=-1), "spread: must be positive"),
         (lambda d: d["designs"][0]["factors"][0].update(values=["a b", "c", "d"]), "not a path token"),
         (lambda d: d["designs"][0]["factors"][0].update(values=[3, 2, 1]), "increasing order"),
         (lambda d: d["designs"][0].update(colour="red"), "unknown field"),
@@ -104,7 +113,7 @@ def test_categorical_causes_have_no_direction() -> None:
     data = copy.deepcopy(_field_file("engineering-chemical-materials"))
     design = data["designs"][0]  # type: ignore[index]
     categorical = next(f["column"] for f in design["factors"] if isinstance(f["values"][0], str))
-    design["outcomes"][0]["parents"] = {categorical: 1}
+    _response(data)["parents"] = {categorical: 1}
     with pytest.raises(DesignError, match="needs direction 0"):
         _load(data, "engineering-chemical-materials")
 
@@ -133,7 +142,7 @@ def test_check_designs_script(tmp_path: Path) -> None:
     assert ok.returncode == 0 and ok.stdout == "" and "0 problem(s)" in ok.stderr
     bad = tmp_path / "engineering-chemical-materials.json"
     data = _field_file("engineering-chemical-materials")
-    data["designs"][0]["outcomes"][0]["unit"] = "furlongs"  # type: ignore[index]
+    _response(data)["unit"] = "furlongs"
     bad.write_text(json.dumps(data))
     result = _script("check_designs.py", str(bad), str(tmp_path / "missing.json"))
     assert result.returncode == 1 and "Traceback" not in result.stderr

@@ -171,3 +171,22 @@ def test_literals_that_overflow_are_refused(text: str) -> None:
     """``1e999`` is infinity as a double: a literal must be a finite number, refused with one clear message."""
     with pytest.raises(expr.ExpressionError, match="out of range"):
         expr.check(text, SCOPE)
+
+
+def test_restrict_levels_folds_absent_levels_and_keeps_the_rest() -> None:
+    """A design formula names every level of a factor; a repository varies some: comparisons with an absent level
+    become constants and its lookup() entries go, and the result evaluates as the formula on the present rows."""
+    formula = 'where(course == "CIS", 0, n) + lookup(course, {"RR": 1, "CIS": -2}, 0.5) * n - (course != "PP")'
+    levels = ("RR", "PP")
+    restricted = expr.restrict_levels(formula, {"course": levels})
+    assert "CIS" not in restricted
+    expr.check(restricted, expr.Scope(frozenset({"n"}), {"course": levels}))
+    with pytest.raises(expr.ExpressionError, match="not a value"):
+        expr.check(formula, expr.Scope(frozenset({"n"}), {"course": levels}))
+    codes = np.array([0, 1, 0, 1])
+    n = np.array([1.0, 2.0, 3.0, 4.0])
+    full = expr.evaluate(formula, {"course": expr.Categorical(codes, ("RR", "PP", "CIS")), "n": n}, 4)
+    cut = expr.evaluate(restricted, {"course": expr.Categorical(codes, levels), "n": n}, 4)
+    assert full.tolist() == cut.tolist()
+    assert expr.restrict_levels(formula, {"course": ("RR", "PP", "CIS")}) is formula  # nothing absent: unchanged
+    assert expr.parse(expr.to_text(expr.parse(formula))) == expr.parse(formula)
