@@ -272,8 +272,6 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
             absent = [c for c, _ in outcome.parents if c not in available]
             if any(c not in measure_index for c in absent):
                 continue  # it needs a condition not varied here, or an outcome not chosen
-            if not _formula_fits(outcome.formula, spec, design, outcomes):
-                continue  # it names a level of a condition that this repository does not vary
             kept |= {measure_index[c] for c in absent}
         elif not any(c in available for c, _ in outcome.parents):
             missing = [measure_index[c] for c, _ in outcome.parents if c in measure_index]
@@ -288,23 +286,10 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
 
 def _repository_formula(formula: str, spec: Spec) -> str:
     """A design formula over the levels this repository gives its conditions: ``where(course == "CIS", 0, n)``
-    in a repository without the level CIS is ``where(0.0, 0.0, n)`` (``expr.restrict_levels``)."""
+    in a repository without the level CIS is ``where(0.0, 0.0, n)`` (``expr.restrict_levels``). The design's
+    formula type-checks against all levels (``designs._cross_checks``), so this one does against those present."""
     levels = {pv.column: tuple(str(v) for v in pv.values) for pv in spec.path_variables if not pv.numeric}
     return expr.restrict_levels(formula, levels)
-
-
-def _formula_fits(formula: str, spec: Spec, design: Design, chosen: list[Outcome]) -> bool:
-    """Whether a derived outcome's formula type-checks in this repository (a safeguard: a design's formula is
-    checked against the design when it is loaded)."""
-    numeric = {pv.column for pv in spec.path_variables if pv.numeric}
-    numeric |= {m.column for m in design.measures if m.type != "categorical"} | {o.column for o in chosen}
-    levels = {pv.column: tuple(str(v) for v in pv.values) for pv in spec.path_variables if not pv.numeric}
-    levels |= {m.column: m.values for m in design.measures if m.type == "categorical"}
-    try:
-        expr.check(_repository_formula(formula, spec), expr.Scope(frozenset(numeric), levels))
-    except expr.ExpressionError:
-        return False
-    return True
 
 
 def _measure_variable(m: Measure) -> Variable:

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from qa.model import NOT_POSSIBLE, Answer
+from qa.model import NOT_POSSIBLE, Answer, Question
 from sgfs.cli.options import examples, key_option, mess_option, world_of, world_option, write_stdout
 from sgfs.errors import SgfsError
 
@@ -44,10 +44,28 @@ _lookup_options: list[Callable[[Any], Any]] = [
 ]
 
 
-def _with_lookup(function: Any) -> Any:
+def _with_question(function: Callable[[Question], None]) -> Any:
+    """The command with the lookup options; it is called with the question record they find."""
+
+    def command(
+        question_id: str | None,
+        questions_file: str | None,
+        per_type: int,
+        unanswerable: float,
+        key_file: str | None,
+        counterfactual: bool,
+        mess: int,
+    ) -> None:
+        from sgfs.eval.agents import find_question
+
+        world = world_of(counterfactual, mess)
+        function(find_question(_question_id(question_id), questions_file, per_type, unanswerable, key_file, world))
+
+    command.__name__, command.__doc__ = function.__name__, function.__doc__
+    wrapped: Any = command
     for option in reversed(_lookup_options):
-        function = option(function)
-    return function
+        wrapped = option(wrapped)
+    return wrapped
 
 
 AGENT_HELP = (
@@ -97,40 +115,18 @@ def abstain_command() -> None:
 
 
 @agent_command.command("random", help=RANDOM_HELP)
-@_with_lookup
-def random_command(
-    question_id: str | None,
-    questions_file: str | None,
-    per_type: int,
-    unanswerable: float,
-    key_file: str | None,
-    counterfactual: bool,
-    mess: int,
-) -> None:
-    from sgfs.eval.agents import find_question, random_answer
+@_with_question
+def random_command(question: Question) -> None:
+    from sgfs.eval.agents import random_answer
 
-    question = find_question(
-        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual, mess)
-    )
     _answer(random_answer(question))
 
 
 @agent_command.command("oracle", help=ORACLE_HELP)
-@_with_lookup
-def oracle_command(
-    question_id: str | None,
-    questions_file: str | None,
-    per_type: int,
-    unanswerable: float,
-    key_file: str | None,
-    counterfactual: bool,
-    mess: int,
-) -> None:
-    from sgfs.eval.agents import find_question, oracle_answer
+@_with_question
+def oracle_command(record: Question) -> None:
+    from sgfs.eval.agents import oracle_answer
 
-    record = find_question(
-        _question_id(question_id), questions_file, per_type, unanswerable, key_file, world_of(counterfactual, mess)
-    )
     repo = Path(os.environ.get("SGFS_REPO") or ".")
     try:
         _answer(oracle_answer(record, repo))
