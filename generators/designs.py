@@ -63,6 +63,7 @@ class Measure:
     values: tuple[str, ...] = ()
     probs: tuple[float, ...] = ()
     signed: bool = False
+    step: float | None = None  # continuous: values are whole multiples of this (a scale read in half points)
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,18 @@ class Outcome:
     # hypothesis: its parents (the formula's inputs, direction 0) are never turned around by --counterfactual.
     formula: str = ""
     noise: float = 0.0
+    step: float | None = None  # values are whole multiples of this (EDSS in 0.5 steps)
+    # The expected effect of each level of a categorical cause, in multiples of the outcome's spread (managers earn
+    # more than elementary workers): column -> ((level, effect), ...) for every level of the design. A categorical
+    # cause without an entry has no expected order: its level effects are drawn at random.
+    effects: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+
+    def level_effects(self, column: str) -> dict[str, float] | None:
+        """The expected effect of each level of the categorical cause ``column``, or None when the design has none."""
+        for name, table in self.effects:
+            if name == column:
+                return dict(table)
+        return None
 
     @property
     def derived(self) -> bool:
@@ -178,6 +191,14 @@ class _Obj:
             raise DesignError(f"{self.where}.decimals: expected an integer in [0, 6]")
         return value
 
+    def step(self) -> float | None:
+        value = self.data.get("step")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1e6:
+            raise DesignError(f"{self.where}.step: expected a positive number")
+        return float(value)
+
     def items(self, key: str, low: int, high: int) -> list[_Obj]:
         value = self.data.get(key)
         if not isinstance(value, list) or not low <= len(value) <= high:
@@ -261,7 +282,7 @@ def _measure(o: _Obj) -> Measure:
         return Measure(column, name, "", o.text("description"), "categorical", values=tuple(values), probs=tuple(probs))
     if kind not in ("continuous", "integer"):
         raise DesignError(f"{o.where}.type: expected continuous, integer or categorical")
-    o.check_keys(("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed"))
+    o.check_keys(("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed", "step"))
     table = CONTINUOUS_DISTRIBUTIONS if kind == "continuous" else INTEGER_DISTRIBUTIONS
     dist = o.text("dist")
     if dist not in table:
@@ -274,9 +295,11 @@ def _measure(o: _Obj) -> Measure:
         raise DesignError(f"{o.where}.signed: expected true or false")
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
+    if kind == "integer" and "step" in o.data:
+        raise DesignError(f"{o.where}.step: only a continuous measure has a step (an integer one has step 1)")
     measure = Measure(
         column, name, unit, o.text("description"), kind, dist, params, o.decimals() if kind == "continuous" else None,
-        signed=signed,
+        signed=signed, step=o.step(),
     )  # fmt: skip
     _sane_law(measure, o.where)
     return measure
@@ -306,7 +329,9 @@ def _sane_law(m: Measure, where: str) -> None:
 def _outcome(o: _Obj) -> Outcome:
     if "formula" in o.data:
         return _derived(o)
-    o.check_keys(("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"), ("decimals",))
+    o.check_keys(
+        ("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"), ("decimals", "step")
+    )
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
     assert center is not None and spread is not None
@@ -319,20 +344,44 @@ def _outcome(o: _Obj) -> Outcome:
     parents = o.data["parents"]
     if not isinstance(parents, dict) or not 1 <= len(parents) <= 4:
         raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
+    directions: list[tuple[str, int]] = []
+    effects: list[tuple[str, tuple[tuple[str, float], ...]]] = []
     for column, direction in parents.items():
-        if direction not in (-1, 0, 1) or isinstance(direction, bool):
-            raise DesignError(f"{o.where}.parents.{column}: expected 1, -1 or 0")
+        if isinstance(direction, dict):  # a categorical cause with the expected effect of each level
+            effects.append((str(column), _level_effects(direction, f"{o.where}.parents.{column}")))
+            direction = 0
+        elif direction not in (-1, 0, 1) or isinstance(direction, bool):
+            raise DesignError(
+                f"{o.where}.parents.{column}: expected 1, -1, 0 or an object of level effects (categorical cause)"
+            )
+        directions.append((str(column), int(direction)))
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
-        o.decimals(), tuple((str(c), int(d)) for c, d in parents.items()),
+        o.decimals(), tuple(directions), step=o.step(), effects=tuple(effects),
     )  # fmt: skip
+
+
+_MAX_LEVEL_EFFECT = 3.0  # in multiples of the outcome's spread
+
+
+def _level_effects(data: dict[str, Any], where: str) -> tuple[tuple[str, float], ...]:
+    """``{"level": effect, ...}``: numbers in [-3, 3] (multiples of the outcome's spread), not all equal (the level
+    set is checked against the cause in ``_cross_checks``)."""
+    table: list[tuple[str, float]] = []
+    for level, effect in data.items():
+        if isinstance(effect, bool) or not isinstance(effect, int | float) or abs(effect) > _MAX_LEVEL_EFFECT:
+            raise DesignError(f"{where}.{level}: expected a number in [-3, 3] (multiples of the outcome's spread)")
+        table.append((str(level), float(effect)))
+    if len({e for _, e in table}) < 2:
+        raise DesignError(f"{where}: level effects must not all be equal (write 0 for no expected order)")
+    return tuple(table)
 
 
 def _derived(o: _Obj) -> Outcome:
     """A column defined by a formula over earlier columns (checked against the design in ``_cross_checks``)."""
-    o.check_keys(("column", "name", "unit", "description", "formula", "min", "max"), ("decimals", "noise"))
+    o.check_keys(("column", "name", "unit", "description", "formula", "min", "max"), ("decimals", "noise", "step"))
     formula = o.text("formula", limit=300)
     try:
         tree = expr.parse(formula)
@@ -353,7 +402,7 @@ def _derived(o: _Obj) -> Outcome:
     # center and spread describe a hypothesised response; a definition's values follow from its inputs.
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), 0.0, 0.0, low, high,
-        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise,
+        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=o.step(),
     )  # fmt: skip
 
 
@@ -421,6 +470,17 @@ def _cross_checks(d: Design, where: str) -> None:
                 )
             if parent in categorical and direction != 0:
                 raise DesignError(f"{where}: {outcome.column!r}: categorical parent {parent!r} needs direction 0")
+            table = outcome.level_effects(parent)
+            if table is not None:
+                if parent not in categorical:
+                    raise DesignError(
+                        f"{where}: {outcome.column!r}: level effects for {parent!r}, which is not categorical"
+                    )
+                if sorted(table) != sorted(levels[parent]):
+                    raise DesignError(
+                        f"{where}: {outcome.column!r}: level effects for {parent!r} must name each of its levels "
+                        f"once ({', '.join(levels[parent])})"
+                    )
         causes.add(outcome.column)
         numeric.add(outcome.column)
     # Every factor and most measures should matter to something, or the study would not record them.

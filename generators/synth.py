@@ -339,6 +339,8 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
         np.clip(raw, step.low, step.high, out=raw)
     if variable.decimals is not None:  # the instrument's precision, before the significant digits
         np.round(raw, variable.decimals, out=raw)
+    if variable.step is not None:  # a scale read in steps (EDSS 0, 0.5, 1, ...)
+        raw = to_steps(raw, variable.step, step.low, step.high)
     raw += 0.0  # no -0.0
     # The text is the value to `digits` significant figures; the value is that text parsed back, so
     # what every encoder writes and what the statistics see are the same double by construction.
@@ -362,6 +364,12 @@ def fold(raw: FloatArray, low: float, high: float) -> FloatArray:
     return np.clip(out, low, high)
 
 
+def to_steps(raw: FloatArray, step: float, low: float, high: float) -> FloatArray:
+    """``raw`` at the nearest whole multiple of ``step`` within [low, high]."""
+    k = np.clip(np.round(raw / step), math.ceil(low / step), math.floor(high / step))
+    return k * step
+
+
 def _days(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
     """Sorted record days (midnight): the file's date, else days across the study."""
     if "date" in values:
@@ -371,11 +379,11 @@ def _days(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: i
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
-    """Sorted measurement times: within the working day of the file's date, else across the study."""
+    """Sorted measurement times within working hours: of the file's date, else of days across the study."""
     if "date" in values:
         base = _epoch_seconds(str(values["date"])) + _WORKDAY_START
-        offsets = stream.integers(0, _WORKDAY_SECONDS, n)
-    else:
-        base = _epoch_seconds(spec.start_date)
-        offsets = stream.integers(0, _STUDY_DAYS * _DAY_SECONDS, n)
-    return base + np.sort(offsets)
+        return base + np.sort(stream.integers(0, _WORKDAY_SECONDS, n))
+    # One draw over the study's working time: day = offset // the working day, time = the rest after 08:00.
+    offsets = np.sort(stream.integers(0, _STUDY_DAYS * _WORKDAY_SECONDS, n))
+    days, seconds = np.divmod(offsets, _WORKDAY_SECONDS)
+    return _epoch_seconds(spec.start_date) + days * _DAY_SECONDS + _WORKDAY_START + seconds

@@ -66,6 +66,7 @@ class _Term:
     outcome: str = ""
     cause: str = ""  # the driving column or placeholder ("" for an interaction)
     nuisance: bool = False  # researcher, date or run number: a confounder, not a hypothesis
+    levels: tuple[str, ...] = ()  # a categorical cause with the design's level effects: (highest, lowest) present
 
 
 def build_spec(seed: int, params: Params | None = None, universe: str = "", world: World | None = None) -> Spec:
@@ -307,6 +308,7 @@ def _measure_variable(m: Measure) -> Variable:
         unit=m.unit,
         distribution=Distribution(m.dist, dict(m.params)),
         decimals=m.decimals,
+        step=m.step,
     )
 
 
@@ -386,12 +388,14 @@ def _dependent(
         return Variable(
             outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
             expression=_repository_formula(outcome.formula, spec), noise_sd=outcome.noise, bounds=(low, high),
-            decimals=outcome.decimals,
+            decimals=outcome.decimals, step=outcome.step,
         ), []  # fmt: skip
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
     causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]
-    terms = [_term(i, d, (outcome.column, i.name) in flips, spread, rs) for i, d in causes]
+    terms = [
+        _term(i, d, (outcome.column, i.name) in flips, spread, rs, outcome.level_effects(i.name)) for i, d in causes
+    ]
     nuisance = [inputs[n] for n in _NUISANCE_LABELS if n in inputs and (inputs[n].categories or inputs[n].sd > 0)]
     if nuisance and rs.chance(0.25):  # drift or a researcher effect: the confounders a real study has
         source = rs.pick(nuisance)
@@ -410,7 +414,11 @@ def _dependent(
     expression = f"{_num(offset)}{body}"
     deterministic = varying + offset
     spread_seen = float(np.std(deterministic))
-    noise = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
+    # The paper's noise (a share of the deterministic spread) and the differences between records of one file
+    # (a share of the design's typical spread): without the latter, a response caused mostly by the conditions a
+    # file fixes would hardly vary between its records.
+    measurement = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
+    noise = float(np.hypot(measurement, spec.params.residual_fraction * spread))
     variable = Variable(
         outcome.name,
         outcome.column,
@@ -422,6 +430,7 @@ def _dependent(
         noise_sd=float(_num(noise)),
         bounds=(low, high),
         decimals=outcome.decimals,
+        step=outcome.step,
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
 
@@ -429,15 +438,28 @@ def _dependent(
 _MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")
 
 
-def _term(source: _Input, direction: int, flipped: bool, spread: float, rs: Stream) -> _Term:
+def _term(
+    source: _Input, direction: int, flipped: bool, spread: float, rs: Stream, levels: dict[str, float] | None = None
+) -> _Term:
     """One cause's contribution, worth a random share of the outcome's spread, moving the outcome in the
-    design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction."""
+    design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction. A
+    categorical cause takes the design's expected effect of each level (``levels``, in multiples of the spread),
+    else an effect drawn at random per level."""
     weight = rs.uniform_range(0.4, 1.2, 1)[0] * spread
     if source.categories:
-        effects = rs.normal(0.0, weight, len(source.categories))
+        if levels is not None:  # the design's effects, scaled by a share of the spread drawn per repository
+            effects = np.array([levels[c] for c in source.categories]) * (weight / 0.8)
+        else:
+            effects = rs.normal(0.0, weight, len(source.categories))
         effects -= effects.mean()
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
-        return _Term(source.label, f" + lookup({source.name}, {{{table}}})", 0, "categorical", cause=source.name)
+        order: tuple[str, ...] = ()
+        if levels is not None:
+            ranked = sorted(source.categories, key=lambda c: levels[c])
+            if levels[ranked[-1]] > levels[ranked[0]]:
+                order = (ranked[-1], ranked[0])
+        code = f" + lookup({source.name}, {{{table}}})"
+        return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order)
     x, m, s = source.name, source.mean, source.sd
     if direction == 0:
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).

@@ -23,6 +23,7 @@ class TermLike(Protocol):
     direction: int  # the design's expected direction
     shape: str
     nuisance: bool
+    levels: tuple[str, ...]  # categorical cause with expected effects: its (highest, lowest) level; () otherwise
 
 
 _TITLES = (
@@ -155,6 +156,10 @@ def hypothesis(outcome: Variable, term: TermLike, rs: Stream) -> str:
         a, b = term.source.split("|", 1)
         return f"The effect of {a} on {y} depends on {b}."
     x = term.source
+    if term.shape == "categorical" and term.levels:
+        high, low = term.levels
+        be = "is" if s else "are"
+        return f"{cap(y)} {be} expected to be highest for {x} {high} and lowest for {x} {low}."
     if term.shape == "categorical":
         return f"{cap(y)} differ{s} between levels of {x}."
     if term.shape == "optimum":

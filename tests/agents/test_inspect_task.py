@@ -318,7 +318,7 @@ def test_shell_tools_on_a_real_mount(tmp_path: Path) -> None:
 
 
 # -- the counterfactual world -----------------------------------------------------------------------------
-COUNTERFACTUAL_SEED = 3  # a seed whose counterfactual world turns relations around (tests/cli)
+COUNTERFACTUAL_SEED = 12  # a text-format repository whose counterfactual world turns relations its questions ask about
 
 
 def test_counterfactual_task_asks_the_counterfactual_worlds_questions() -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,11 +13,11 @@ import pytest
 
 from generators import expr
 from generators.builders.procedural import build_spec
-from generators.data_files import taxonomy
-from generators.designs import DesignError, designs, load_file
+from generators.designs import DesignError, designs
 from generators.repository import Repository
 from generators.spec import Spec, SpecError, Variable, World, validate
 from generators.synth import fold, placeholder_env
+from tests.generators.design_fixture import fixture_file, load_fixture
 
 SEEDS = range(1, 401)
 
@@ -37,23 +35,8 @@ def _derived_columns(spec: Spec) -> list[Variable]:
 
 
 # -- design schema ----------------------------------------------------------------------------------
-_FIELD = "engineering-chemical-materials"
-
-
-def _minimal() -> dict[str, Any]:
-    """One design file of the field with a small design of our own for its first subdomain."""
-    data: dict[str, Any] = json.loads(
-        (Path(__file__).resolve().parents[2] / "generators" / "data" / "designs" / f"{_FIELD}.json").read_text()
-    )
-    # The field's first subdomain, with a small tensile-test design of our own (derived_design.json).
-    design = json.loads((Path(__file__).with_name("derived_design.json")).read_text("utf-8"))["designs"][0]
-    data["designs"][0] = design | {"subdomain": data["designs"][0]["subdomain"]}
-    return data
-
-
-def _load(data: dict[str, Any]) -> Any:
-    field = next(f for f in taxonomy() if f.slug == _FIELD)
-    return load_file(json.dumps(data), field, f"{_FIELD}.json")[0]
+_minimal = fixture_file
+_load = load_fixture
 
 
 def test_a_derived_outcome_is_parsed_with_its_inputs_as_parents() -> None:
@@ -66,7 +49,8 @@ def test_a_derived_outcome_is_parsed_with_its_inputs_as_parents() -> None:
 
 
 def _outcome(data: dict[str, Any], column: str) -> dict[str, Any]:
-    return next(o for o in data["designs"][0]["outcomes"] if o["column"] == column)  # type: ignore[no-any-return]
+    found: dict[str, Any] = next(o for o in data["designs"][0]["outcomes"] if o["column"] == column)
+    return found
 
 
 @pytest.mark.parametrize(
@@ -145,7 +129,9 @@ def _env(repo: Repository, path: str, table: Any) -> dict[str, expr.Column]:
             env[column.name] = expr.Categorical(codes, variable.categories)
         else:
             env[column.name] = np.asarray(column.values, dtype=np.float64)
-    values = repo.tree.placeholder_values(repo.tree.file_index(path.split("/")))
+    number = repo.tree.file_index(path.split("/"))
+    assert number is not None, path
+    values = repo.tree.placeholder_values(number)
     return env | placeholder_env(spec, values, table.n_rows)
 
 
