@@ -436,6 +436,9 @@ def _dependent(
 
 
 _MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")
+_WEIGHT_RANGE = (0.4, 1.2)  # a term moves the outcome by this share of its spread, drawn per term
+# A design's level effect of 1 moves the mean by one spread for a term of the mean weight (0.8).
+_MEAN_WEIGHT = sum(_WEIGHT_RANGE) / 2
 
 
 def _term(
@@ -445,10 +448,10 @@ def _term(
     design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction. A
     categorical cause takes the design's expected effect of each level (``levels``, in multiples of the spread),
     else an effect drawn at random per level."""
-    weight = rs.uniform_range(0.4, 1.2, 1)[0] * spread
+    weight = rs.uniform_range(*_WEIGHT_RANGE, 1)[0] * spread
     if source.categories:
         if levels is not None:  # the design's effects, scaled by a share of the spread drawn per repository
-            effects = np.array([levels[c] for c in source.categories]) * (weight / 0.8)
+            effects = np.array([levels[c] for c in source.categories]) * (weight / _MEAN_WEIGHT)
         else:
             effects = rs.normal(0.0, weight, len(source.categories))
         effects -= effects.mean()

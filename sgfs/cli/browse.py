@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from generators import PathNotFound, Repository
@@ -45,12 +49,31 @@ SPEC_HELP = f"Print the privileged spec of a repository as JSON.\n\n{SOURCE_HELP
 )
 
 
-def _open(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
-) -> Repository:
-    key = load_key(key_file)
-    world = world_of(counterfactual, mess)
-    return open_repository(source, repository_factory(specs, fallback, key, world), key, world)
+Opener = Callable[[], Repository]
+
+
+def _repository_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options that choose how SOURCE opens (spec packs, key, world, mess), handed to ``command`` as ``opener``:
+    a function that opens the repository when called (``spec --check`` reads the file without it)."""
+
+    @functools.wraps(command)
+    def run(
+        source: str,
+        specs: str | None,
+        fallback: str | None,
+        key_file: str | None,
+        counterfactual: bool,
+        mess: int,
+        **rest: Any,
+    ) -> None:
+        def opener() -> Repository:
+            key = load_key(key_file)
+            world = world_of(counterfactual, mess)
+            return open_repository(source, repository_factory(specs, fallback, key, world), key, world)
+
+        command(source=source, opener=opener, **rest)
+
+    return specs_options(key_option(world_option(mess_option(run))))
 
 
 def _missing(source: str, path: str) -> SgfsError:
@@ -59,34 +82,18 @@ def _missing(source: str, path: str) -> SgfsError:
 
 @click.command("tree", context_settings=SEED_CONTEXT, help=TREE_HELP)
 @source_argument
-@specs_options
-@key_option
-@world_option
-@mess_option
-def tree_command(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
-) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
+@_repository_options
+def tree_command(source: str, opener: Opener) -> None:
+    repo = opener()
     write_stdout("".join(f"{p}\n" for p in repo.file_paths()))
 
 
 @click.command("ls", context_settings=SEED_CONTEXT, help=LS_HELP)
 @source_argument
 @click.argument("path", default="")
-@specs_options
-@key_option
-@world_option
-@mess_option
-def ls_command(
-    source: str,
-    path: str,
-    specs: str | None,
-    fallback: str | None,
-    key_file: str | None,
-    counterfactual: bool,
-    mess: int,
-) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
+@_repository_options
+def ls_command(source: str, path: str, opener: Opener) -> None:
+    repo = opener()
     try:
         node = repo.lookup(path)
         if not node.is_dir:
@@ -101,20 +108,9 @@ def ls_command(
 @click.command("cat", context_settings=SEED_CONTEXT, help=CAT_HELP)
 @source_argument
 @click.argument("path")
-@specs_options
-@key_option
-@world_option
-@mess_option
-def cat_command(
-    source: str,
-    path: str,
-    specs: str | None,
-    fallback: str | None,
-    key_file: str | None,
-    counterfactual: bool,
-    mess: int,
-) -> None:
-    repo = _open(source, specs, fallback, key_file, counterfactual, mess)
+@_repository_options
+def cat_command(source: str, path: str, opener: Opener) -> None:
+    repo = opener()
     try:
         if repo.lookup(path).is_dir:
             raise SgfsError(f"is a directory in repository {source}: {path}")
@@ -126,37 +122,21 @@ def cat_command(
 
 @click.command("digest", context_settings=SEED_CONTEXT, help=DIGEST_HELP)
 @source_argument
-@specs_options
-@key_option
-@world_option
-@mess_option
-def digest_command(
-    source: str, specs: str | None, fallback: str | None, key_file: str | None, counterfactual: bool, mess: int
-) -> None:
-    write_stdout(_open(source, specs, fallback, key_file, counterfactual, mess).digest() + "\n")
+@_repository_options
+def digest_command(source: str, opener: Opener) -> None:
+    write_stdout(opener().digest() + "\n")
 
 
 @click.command("spec", context_settings=SEED_CONTEXT, help=SPEC_HELP)
 @source_argument
 @click.option("--check", is_flag=True, help="Only validate SEED as a spec file; print 'ok' when it is valid.")
-@specs_options
-@key_option
-@world_option
-@mess_option
-def spec_command(
-    source: str,
-    check: bool,
-    specs: str | None,
-    fallback: str | None,
-    key_file: str | None,
-    counterfactual: bool,
-    mess: int,
-) -> None:
+@_repository_options
+def spec_command(source: str, check: bool, opener: Opener) -> None:
     if check:
         repo: Repository = load_spec_file(source)
         write_stdout(f"ok: {repo.spec.project.title}\n")
         return
-    spec = _open(source, specs, fallback, key_file, counterfactual, mess).spec
+    spec = opener().spec
     text = spec.to_json()
     assert from_json(text) == spec  # the round trip is part of the contract
     write_stdout(text)

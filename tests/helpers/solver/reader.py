@@ -201,6 +201,18 @@ def _is_units_row(cells: Sequence[object]) -> bool:
     return len(cells) > 0 and all(isinstance(c, str) and _UNIT_CELL_RE.fullmatch(c) for c in cells)
 
 
+def _records_to_columns(records: list[dict[str, str | None]]) -> Columns:
+    """Records (key -> cell) as columns: every key any record has, in first-seen order, None where a record lacks it."""
+    columns: Columns = {}
+    for record in records:
+        for key in record:
+            columns.setdefault(key, [])
+    for record in records:
+        for key in columns:
+            columns[key].append(record.get(key))
+    return columns
+
+
 def _rows_to_columns(header: list[str], rows: list[list[str | None]], units_row: bool) -> Columns:
     if units_row and rows and _is_units_row(rows[0]):
         rows = rows[1:]
@@ -244,15 +256,9 @@ def read_messy(path: Path, missing_token: str | None, comments: bool, units_row:
     text = path.read_text(encoding="utf-8")
     if ext in ("json", "jsonl"):
         data = json.loads(text) if ext == "json" else [json.loads(x) for x in text.splitlines() if x.strip()]
-        columns: Columns = {}
-        for item in data:
-            for key in item:
-                columns.setdefault(key, [])
-        for item in data:
-            for key in columns:
-                value = item.get(key)
-                columns[key].append(None if value is None else cell_text(value))
-        return columns
+        return _records_to_columns(
+            [{key: None if value is None else cell_text(value) for key, value in item.items()} for item in data]
+        )
     lines = text.splitlines()
     if comments:
         lines = _strip_comments(lines)
@@ -268,14 +274,7 @@ def read_messy(path: Path, missing_token: str | None, comments: bool, units_row:
                     raise ValueError(f"log token without '=': {token!r}")
                 record[key] = missing(value)
             records.append(record)
-        out: Columns = {}
-        for record in records:
-            for key in record:
-                out.setdefault(key, [])
-        for record in records:
-            for key in out:
-                out[key].append(record.get(key))
-        return out
+        return _records_to_columns(records)
     text_rows: list[list[str]]
     if ext == "csv":
         text_rows = list(csv.reader(io.StringIO("\n".join(lines), newline=""), delimiter=","))
