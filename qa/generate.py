@@ -27,6 +27,7 @@ from generators.spec import EXTENSIONS, Spec, Variable
 from qa import stats
 from qa.conventions import conventions
 from qa.model import CATEGORIES, FIXED_TYPES, NOT_POSSIBLE, SAMPLED_TYPES, Answer, Question
+from qa.twins import twin_of
 from qa.view import Condition, RepoView, row_mask
 from qa.wording import Draft, Paraphraser, ProceduralParaphraser, templated
 
@@ -39,6 +40,7 @@ class Options:
     per_type: int = 5
     unanswerable: float = 0.28
     max_pooled_files: int = 60  # files a pooled-statistics question may select (agents read them all)
+    ambiguous: bool = False  # add each answerable question's ambiguous twin after it, where one is made (qa.twins)
 
 
 @dataclass
@@ -92,7 +94,12 @@ class Generator:
                 if built is None:
                     continue  # a repository too small for this many different questions of the type
                 owed += want and built.reason is None
-                out.append(self._finish(qtype, k, built))
+                question = self._finish(qtype, k, built)
+                out.append(question)
+                if self.options.ambiguous:
+                    twin = twin_of(self, question, built.draft)
+                    if twin is not None:
+                        out.append(twin)
         return out
 
     def _sampled(self, qtype: str, rs: Stream, want_unanswerable: bool) -> Built | None:

@@ -44,10 +44,41 @@ REASONS = (
     "missing_values",
 )
 ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
+# The two families of ambiguity of Ambig-DS (docs/questions.md, "Ambiguous twins"): which quantity (target) or
+# which statistic or rule (objective) the question means is left open.
+AMBIGUITY_KINDS = ("target", "objective")
+# The decision a twin leaves open, and its family.
+DECISIONS: dict[str, str] = {"file": "target", "column": "target", "statistic": "objective", "correlation": "objective"}
 
 Answer = str | int | float
 # A JSON value as the standard library decodes it (numbers as int or float).
 Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
+
+
+@dataclass(frozen=True)
+class Decoy:
+    """A reading of an ambiguous twin other than the intended one, with its exact answer: its ``query`` is the
+    full question's with the open decision taken the other way (docs/questions.md)."""
+
+    reading: str  # what this reading takes the open decision to be, in words ("the median")
+    answer: Answer
+    query: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Ambiguity:
+    """What an ambiguous twin leaves open (``Question.ambiguity``): the decision, its intended reading (the full
+    twin's, whose answer is the twin's ``answer``), every other reading with its answer, and what the
+    clarification oracle says when asked about it (``qa.clarify``)."""
+
+    kind: str  # one of AMBIGUITY_KINDS
+    decision: str  # one of DECISIONS
+    full_id: str  # the id of the full twin: the same question with the decision stated
+    open: str  # the words the twin uses where the full twin states the decision ("the typical value")
+    intended: str  # the intended reading, in words ("the mean (arithmetic average)")
+    clarification: str  # the oracle's reply to a question about the open decision
+    keywords: list[str]  # words (lowercase) of which one puts a question about this twin in the oracle's scope
+    decoy_answers: list[Decoy]
 
 
 @dataclass(frozen=True)
@@ -78,6 +109,11 @@ class Question:
     prior: str | None = None
     counterfactual: bool = False  # made in the counterfactual world (--counterfactual): only its mount answers
     mess: int = 0  # the repository's messiness level (--mess): only a mount of that level answers
+    # Set on an ambiguous twin only (sgfs qa --ambiguous): the record has no key "ambiguity" otherwise.
+    ambiguity: Ambiguity | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        if record["ambiguity"] is None:
+            del record["ambiguity"]  # records of plain questions are what they were before twins existed
+        return record

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from generators.spec import GENERATOR_VERSION, MAX_MESS
 from qa.grading import TEMPLATE, VARIANTS, GradedQuestion, GradingInputError, parse_question
-from qa.model import Json, Question
+from qa.model import AMBIGUITY_KINDS, DECISIONS, Ambiguity, Decoy, Json, Question
 
 if TYPE_CHECKING:
     from generators import Repository
@@ -117,6 +117,7 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
     mess = obj.get("mess", 0)
     if not isinstance(mess, int) or isinstance(mess, bool) or not 0 <= mess <= MAX_MESS:
         raise _invalid(where, "mess")
+    ambiguity = ambiguity_from_json(obj.get("ambiguity"), where)
     return Question(
         id=graded.id,
         seed=seed,
@@ -137,6 +138,45 @@ def question_from_json(obj: Mapping[str, Json], graded: GradedQuestion, where: s
         prior=prior if isinstance(prior, str) else None,
         counterfactual=counterfactual,
         mess=mess,
+        ambiguity=ambiguity,
+    )
+
+
+def ambiguity_from_json(value: Json, where: str) -> Ambiguity | None:
+    """The ``ambiguity`` of a twin's record (None when absent or null); a malformed one is a QuestionsError."""
+    if value is None:
+        return None
+    bad = _invalid(where, "ambiguity")
+    if not isinstance(value, dict):
+        raise bad
+    texts = {key: value.get(key) for key in ("kind", "decision", "full_id", "open", "intended", "clarification")}
+    if not all(isinstance(text, str) and text for text in texts.values()):
+        raise bad
+    if texts["kind"] not in AMBIGUITY_KINDS or DECISIONS.get(str(texts["decision"])) != texts["kind"]:
+        raise bad
+    keywords = _strings(value.get("keywords"))
+    decoys = value.get("decoy_answers")
+    if not keywords or not isinstance(decoys, list) or not decoys:
+        raise bad
+    parsed: list[Decoy] = []
+    for decoy in decoys:
+        if not isinstance(decoy, dict):
+            raise bad
+        reading, answer, query = decoy.get("reading"), decoy.get("answer"), decoy.get("query")
+        if not isinstance(reading, str) or not isinstance(query, dict):
+            raise bad
+        if not isinstance(answer, str | int | float) or isinstance(answer, bool):
+            raise bad
+        parsed.append(Decoy(reading, answer, query))
+    return Ambiguity(
+        kind=str(texts["kind"]),
+        decision=str(texts["decision"]),
+        full_id=str(texts["full_id"]),
+        open=str(texts["open"]),
+        intended=str(texts["intended"]),
+        clarification=str(texts["clarification"]),
+        keywords=keywords,
+        decoy_answers=parsed,
     )
 
 

@@ -26,6 +26,9 @@ STAT_TEMPLATED = {
     "min": "minimum",
     "max": "maximum",
     "sum": "sum",
+    # The open statistics of ambiguous twins (qa.twins): each names a family of statistics, not one of them.
+    "typical": "typical value",
+    "spread": "spread",
 }
 STAT_PLAIN = {
     "mean": "average",
@@ -35,6 +38,8 @@ STAT_PLAIN = {
     "min": "smallest value",
     "max": "largest value",
     "sum": "total",
+    "typical": "typical value",
+    "spread": "spread",
 }
 # Each definition states the columns it is defined for: a statistic asked of other columns is "not possible".
 BIVARIATE_TEMPLATED = {
@@ -43,12 +48,14 @@ BIVARIATE_TEMPLATED = {
     "when both columns are numeric)",
     "chi2": "the chi-square statistic of Pearson's test of independence on the contingency table of the two "
     "columns (no continuity correction; defined only when both columns are categorical)",
+    "correlation": "the correlation coefficient (defined only when both columns are numeric)",  # an open twin's
 }
 BIVARIATE_PLAIN = {
     "pearson": "Pearson correlation (r; both columns must be numeric)",
     "spearman": "Spearman rank correlation (rho, average ranks for ties; both columns must be numeric)",
     "chi2": "Pearson chi-square statistic for independence of the two columns (contingency table of "
     "observed values, no continuity correction; both columns must be categorical)",
+    "correlation": "correlation coefficient (both columns must be numeric)",
 }
 TESTS = {
     "pearson": (
@@ -93,7 +100,7 @@ PLACEHOLDER_MEANINGS = {
 }
 NOT_POSSIBLE_TEXT = '"not possible"'
 # What each statistic needs, said in the question when it needs more than one row.
-MIN_ROWS_TEXT = {"std": 2, "variance": 2, "pearson": 3, "spearman": 3, "welch": 2}
+MIN_ROWS_TEXT = {"std": 2, "variance": 2, "spread": 2, "pearson": 3, "spearman": 3, "correlation": 3, "welch": 2}
 
 
 @dataclass

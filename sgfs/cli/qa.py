@@ -30,6 +30,7 @@ QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)
     "sgfs qa 118 --per-type 1 --out - | head -1     # one JSON object per line",
     "sgfs qa 1-20 --unanswerable 0.5 --specs llm.sgfspack --out hard.jsonl",
     "sgfs qa 1-20 --key universe.key --out sealed.jsonl   # the keyed universe's questions",
+    "sgfs qa 1-20 --ambiguous --out twins.jsonl   # each question's ambiguous twin after it",
 )
 
 
@@ -51,6 +52,11 @@ QA_HELP = "Generate the questions of the repositories SEEDS (e.g. 1-50 or 3,118)
     callback=_unit_interval,
     help="Target share of unanswerable questions.",
 )
+@click.option(
+    "--ambiguous",
+    is_flag=True,
+    help="After each answerable question that has one, write its ambiguous twin (docs/questions.md).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @specs_options
 @key_option
@@ -61,6 +67,7 @@ def qa_command(
     out: str,
     per_type: int,
     unanswerable: float,
+    ambiguous: bool,
     quiet: bool,
     specs: str | None,
     fallback: str | None,
@@ -72,7 +79,7 @@ def qa_command(
 
     seed_list = parse_seed_list(seeds)
     factory = repository_factory(specs, fallback, load_key(key_file), world_of(counterfactual, mess))
-    options = Options(per_type=per_type, unanswerable=unanswerable)
+    options = Options(per_type=per_type, unanswerable=unanswerable, ambiguous=ambiguous)
     if out == "-":
         _write(seed_list, factory, options, sys.stdout, quiet=True)
         return
