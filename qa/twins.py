@@ -46,6 +46,10 @@ MAX_READINGS = 4  # a file name shared by more files is a search, not a reading
 OPEN_STATISTIC = {"mean": ("typical", "median"), "median": ("typical", "mean"), "std": ("spread", "variance"),
                   "variance": ("spread", "std")}  # fmt: skip
 OPEN_CORRELATION = {"pearson": "spearman", "spearman": "pearson"}
+# The words of each open decision that the clarification quotes (the wording adds what the readings are).
+OPEN_WORDS = {"typical": "the typical value", "spread": "the spread", "correlation": "the correlation coefficient"}
+# Readings closer than this (relative to the larger) are told apart by the grader but hardly by a reader's choice.
+MIN_RELATIVE_GAP = 0.01
 # Words of which one puts a clarifying question in the oracle's scope (qa.clarify.in_scope), per open decision.
 KEYWORDS: dict[str, list[str]] = {
     "typical": ["typical", "typical value", "mean", "median", "average", "central", "statistic", "measure"],
@@ -66,10 +70,15 @@ def _graded(question: Question) -> GradedQuestion:
 
 
 def _distinct(question: Question, decoys: list[Decoy]) -> bool:
-    """No reading is graded correct under another: an agent's answer tells which reading it took."""
+    """No reading is graded correct under another (an agent's answer tells which reading it took), and continuous
+    readings differ by at least ``MIN_RELATIVE_GAP``."""
     graded = _graded(question)
     truth = as_truth(question.answer)
     for decoy in decoys:
+        if question.answer_kind == "continuous":
+            a, b = float(question.answer), float(decoy.answer)
+            if abs(a - b) < MIN_RELATIVE_GAP * max(abs(a), abs(b)):
+                return False
         if grade(graded, as_truth(decoy.answer)).correct:
             return False
         if grade(dataclasses.replace(graded, answer=as_truth(decoy.answer)), truth).correct:
@@ -165,7 +174,7 @@ def twin_of(g: Generator, question: Question, draft: Draft) -> Question | None:
     if made is not None:
         opened, intended, decoys, open_draft = made
         decision = "correlation" if opened == "correlation" else "statistic"
-        words = f"the {STAT_TEMPLATED.get(opened, 'correlation coefficient')}"
+        words = OPEN_WORDS[opened]
         text = templated(open_draft) + said
         paraphrases = [p + said for p in g.paraphraser.paraphrase(open_draft)]
         variables = question.variables

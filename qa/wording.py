@@ -28,7 +28,7 @@ STAT_TEMPLATED = {
     "sum": "sum",
     # The open statistics of ambiguous twins (qa.twins): each names a family of statistics, not one of them.
     "typical": "typical value",
-    "spread": "spread",
+    "spread": "spread (a standard deviation or a variance, dividing by n - 1)",
 }
 STAT_PLAIN = {
     "mean": "average",
@@ -39,7 +39,7 @@ STAT_PLAIN = {
     "max": "largest value",
     "sum": "total",
     "typical": "typical value",
-    "spread": "spread",
+    "spread": "spread (standard deviation or variance, n - 1 in the denominator)",
 }
 # Each definition states the columns it is defined for: a statistic asked of other columns is "not possible".
 BIVARIATE_TEMPLATED = {
@@ -48,14 +48,15 @@ BIVARIATE_TEMPLATED = {
     "when both columns are numeric)",
     "chi2": "the chi-square statistic of Pearson's test of independence on the contingency table of the two "
     "columns (no continuity correction; defined only when both columns are categorical)",
-    "correlation": "the correlation coefficient (defined only when both columns are numeric)",  # an open twin's
+    # An open twin's: which of the two coefficients is left open (a bare "correlation coefficient" reads as Pearson's).
+    "correlation": "the correlation coefficient (linear or rank-based; defined only when both columns are numeric)",
 }
 BIVARIATE_PLAIN = {
     "pearson": "Pearson correlation (r; both columns must be numeric)",
     "spearman": "Spearman rank correlation (rho, average ranks for ties; both columns must be numeric)",
     "chi2": "Pearson chi-square statistic for independence of the two columns (contingency table of "
     "observed values, no continuity correction; both columns must be categorical)",
-    "correlation": "correlation coefficient (both columns must be numeric)",
+    "correlation": "correlation coefficient (linear or rank-based; both columns must be numeric)",
 }
 TESTS = {
     "pearson": (
