@@ -49,14 +49,14 @@ BIVARIATE_TEMPLATED = {
     "chi2": "the chi-square statistic of Pearson's test of independence on the contingency table of the two "
     "columns (no continuity correction; defined only when both columns are categorical)",
     # An open twin's: which of the two coefficients is left open (a bare "correlation coefficient" reads as Pearson's).
-    "correlation": "the correlation coefficient (linear or rank-based; defined only when both columns are numeric)",
+    "correlation": "the correlation coefficient (Pearson's or Spearman's; defined only when both columns are numeric)",
 }
 BIVARIATE_PLAIN = {
     "pearson": "Pearson correlation (r; both columns must be numeric)",
     "spearman": "Spearman rank correlation (rho, average ranks for ties; both columns must be numeric)",
     "chi2": "Pearson chi-square statistic for independence of the two columns (contingency table of "
     "observed values, no continuity correction; both columns must be categorical)",
-    "correlation": "correlation coefficient (linear or rank-based; both columns must be numeric)",
+    "correlation": "correlation coefficient (Pearson's or Spearman's; both columns must be numeric)",
 }
 TESTS = {
     "pearson": (
