@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 
+from qa.clarify import CONDITIONS, Exchange, wrong_target
 from qa.grading import TEMPLATE, GradedQuestion, ItemResult, JsonValue, grade
 from qa.model import NOT_POSSIBLE, Json, Question
 from qa.prior import PriorError, PriorTable, default_table
@@ -42,6 +43,9 @@ RECORD_KEYS = (
 REQUIRED_KEYS = ("id", "type", "category", "answerable", "correct")
 # The keys only ``sgfs eval`` writes (``EvalDetails``).
 EVAL_KEYS = ("extracted", "exit_code", "stderr_tail", "evidence_files", "bytes_read", "dirs_listed", "reads_outside")
+# The keys of a record made in a condition of ``--ambiguous`` (docs/eval.md, "Ambiguity and clarification"), last
+# in the record; a record made without conditions has none of them, as before twins existed.
+CONDITION_KEYS = ("condition", "pair", "asked", "ask_text", "ask_reply", "wrong_target")
 
 
 # The values of a question's ``prior`` (qa.model.Question): a relation of the design the data follow, or one the
@@ -121,6 +125,15 @@ class ResultRecord:
     truth: Json = None  # the question's answer (``not possible`` when unanswerable); None: not recorded
     floors: dict[str, bool | None] | None = None  # ``floor_grades``; None: not recorded
     prior: str | None = None  # the question's ``prior`` (one of ``PRIORS``); None: none, or not recorded
+    # With ``--ambiguous``: the condition (one of ``qa.clarify.CONDITIONS``; None for a run without conditions),
+    # the twin pair (the full twin's id), the item's clarification exchange and whether the answer took another
+    # reading than the intended one (``qa.clarify.wrong_target``; None on full items and ungraded answers).
+    condition: str | None = None
+    pair: str | None = None
+    asked: bool | None = None
+    ask_text: str | None = None
+    ask_reply: str | None = None
+    wrong_target: bool | None = None
 
     @classmethod
     def of(
@@ -139,16 +152,32 @@ class ResultRecord:
         details: EvalDetails | None = None,
         repeat: int = 1,
         graded: GradedQuestion | None = None,
+        condition: str | None = None,
+        exchange: Exchange | None = None,
+        graded_answer: JsonValue = None,
     ) -> ResultRecord:
         """The record of ``question`` asked in ``variant`` (the ``repeat``-th time): its fields from the question,
         the evidence read and its recall from ``files_read`` (paths inside the question's repository; None: reads
-        not seen), and, given the question as the grader reads it (``graded``), the floor agents' grades."""
+        not seen), and, given the question as the grader reads it (``graded``), the floor agents' grades.
+
+        In a condition of an ambiguous run (``condition``), also the twin pair, the item's ``exchange`` with the
+        clarification oracle, and, given ``graded`` and the answer as the grader read it (``graded_answer``; None
+        for no answer, or one not counted), whether that answer took an unintended reading."""
         evidence_read: list[str] | None = None
         evidence_recall: float | None = None
         if files_read is not None:
             read = set(files_read)
             evidence_read = [path for path in question.evidence if path in read]
             evidence_recall = len(evidence_read) / len(question.evidence) if question.evidence else None
+        channel = exchange if exchange is not None else Exchange()
+        if condition is not None and condition not in CONDITIONS:
+            raise ValueError(f"unknown condition {condition!r}")
+        ambiguity = question.ambiguity
+        took_decoy = (
+            wrong_target(graded, ambiguity, graded_answer)
+            if condition is not None and graded is not None and graded_answer is not None
+            else None
+        )
         return cls(
             id=question.id,
             variant=variant,
@@ -172,6 +201,12 @@ class ResultRecord:
             truth=question.answer if question.answerable else NOT_POSSIBLE,
             floors=None if graded is None else floor_grades(graded, question.seed),
             prior=question.prior,
+            condition=condition,
+            pair=None if condition is None else (ambiguity.full_id if ambiguity is not None else question.id),
+            asked=None if condition is None else channel.asked,
+            ask_text=None if condition is None else channel.ask_text,
+            ask_reply=None if condition is None else channel.ask_reply,
+            wrong_target=took_decoy,
         )
 
     @property
@@ -180,9 +215,10 @@ class ResultRecord:
         return (self.id, self.variant)
 
     @property
-    def unit(self) -> tuple[str, str, int]:
-        """(question id, variant, repeat): one record per unit in a run."""
-        return (self.id, self.variant, self.repeat)
+    def unit(self) -> tuple[str, str, int, str | None]:
+        """(question id, variant, repeat, condition): one record per unit in a run (condition None without
+        ``--ambiguous``)."""
+        return (self.id, self.variant, self.repeat, self.condition)
 
     @property
     def reads_outside(self) -> list[str] | None:
@@ -237,6 +273,15 @@ class ResultRecord:
             ("evidence_recall", self.evidence_recall),
             ("floors", None if self.floors is None else dict(self.floors)),
         ]
+        if self.condition is not None:
+            pairs += [
+                ("condition", self.condition),
+                ("pair", self.pair),
+                ("asked", self.asked),
+                ("ask_text", self.ask_text),
+                ("ask_reply", self.ask_reply),
+                ("wrong_target", self.wrong_target),
+            ]
         return dict(pairs)
 
     @classmethod
@@ -283,6 +328,12 @@ class ResultRecord:
             truth=read.truth(),
             floors=read.floors(),
             prior=read.prior(),
+            condition=read.condition(),
+            pair=read.text("pair"),
+            asked=read.boolean("asked"),
+            ask_text=read.text("ask_text"),
+            ask_reply=read.text("ask_reply"),
+            wrong_target=read.boolean("wrong_target"),
         )
 
 
@@ -343,6 +394,19 @@ class _Reader:
         if value is None or value in PRIORS:
             return value if isinstance(value, str) else None
         raise self._error("prior")
+
+    def condition(self) -> str | None:
+        """The condition of an ambiguous run: absent (any other run) or null is None."""
+        value = self.obj.get("condition")
+        if value is None or value in CONDITIONS:
+            return value if isinstance(value, str) else None
+        raise self._error("condition")
+
+    def boolean(self, key: str) -> bool | None:
+        value = self.obj.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        raise self._error(key)
 
     def floors(self) -> dict[str, bool | None] | None:
         value = self.obj.get("floors")

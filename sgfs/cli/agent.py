@@ -1,10 +1,11 @@
-"""``sgfs agent abstain|prior|random|oracle``: reference agents that follow the `sgfs eval` protocol."""
+"""``sgfs agent abstain|prior|random|oracle|literal``: reference agents that follow the `sgfs eval` protocol."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -71,7 +72,8 @@ def _with_question(function: Callable[[Question], None]) -> Any:
 AGENT_HELP = (
     "Reference agents for `sgfs eval --agent` (protocol: docs/eval.md): abstain and prior are the floors an agent "
     "must beat (abstaining; guessing each question type's most common answer without reading anything), random "
-    "is chance, oracle the ceiling.\n\n"
+    "is chance, oracle the ceiling; literal answers an ambiguous twin under another reading than the intended one "
+    "without asking (sgfs eval --ambiguous).\n\n"
 ) + examples(
     "sgfs eval 1-5 --agent 'sgfs agent abstain' --out runs/floor",
     "sgfs eval 1-5 --agent 'sgfs agent prior' --out runs/prior",
@@ -97,11 +99,25 @@ RANDOM_HELP = "A random choice or number of the right kind, seeded by the questi
     "sgfs agent random --id 118-prefix-1",
     "sgfs eval 1-5 --agent 'sgfs agent random' --out runs/chance",
 )
-ORACLE_HELP = "Reads the question's evidence files through the mount (cwd), then gives the true answer.\n\n" + examples(
+ORACLE_HELP = (
+    "Reads the question's evidence files through the mount (cwd), then gives the true answer. On an ambiguous twin "
+    "with a clarification channel ($SGFS_ASK, sgfs eval --ambiguous) it first asks which reading is meant, and "
+    "answers the reading the reply names.\n\n"
+) + examples(
     "sgfs eval --questions q.jsonl --agent 'sgfs agent oracle --questions ./q.jsonl' --out runs/ceiling",
     "sgfs eval 1-5 --key universe.key --agent 'sgfs agent oracle --key universe.key' --out runs/sealed",
     "sgfs eval 1-5 --counterfactual --agent 'sgfs agent oracle --counterfactual' --out runs/counterfactual",
+    "sgfs eval 1-5 --ambiguous --agent 'sgfs agent oracle' --out runs/ask-ceiling",
 )
+LITERAL_HELP = (
+    "Reads the question's evidence files like the oracle and gives the true answer, except on an ambiguous twin "
+    "(sgfs qa --ambiguous): there it takes the first other reading without asking and gives its answer, the "
+    "wrong target. Its wrong-target rate on the ambig condition is 1.\n\n"
+) + examples(
+    "sgfs eval 1-5 --ambiguous --agent 'sgfs agent literal' --out runs/literal",
+    "sgfs eval --questions q.jsonl --ambiguous --agent 'sgfs agent literal --questions ./q.jsonl' --out runs/literal",
+)
+ASK_TIMEOUT_S = 60.0
 
 
 @click.group("agent", help=AGENT_HELP)
@@ -128,10 +144,38 @@ def oracle_command(record: Question) -> None:
     from sgfs.eval.agents import oracle_answer
 
     repo = Path(os.environ.get("SGFS_REPO") or ".")
+    channel = os.environ.get("SGFS_ASK")
+    ask = None if not channel else functools.partial(_ask, channel)
     try:
-        _answer(oracle_answer(record, repo))
+        _answer(oracle_answer(record, repo, ask))
     except OSError as exc:
         raise SgfsError(f"cannot read evidence in {repo}: {exc.strerror or exc}", exit_code=1) from None
+
+
+@agent_command.command("literal", help=LITERAL_HELP)
+@_with_question
+def literal_command(record: Question) -> None:
+    from sgfs.eval.agents import literal_answer
+
+    repo = Path(os.environ.get("SGFS_REPO") or ".")
+    try:
+        _answer(literal_answer(record, repo))
+    except OSError as exc:
+        raise SgfsError(f"cannot read evidence in {repo}: {exc.strerror or exc}", exit_code=1) from None
+
+
+def _ask(command: str, question: str) -> str:
+    """The reply of the clarification channel ``command`` ($SGFS_ASK) to ``question``."""
+    try:
+        done = subprocess.run(
+            [command, question], capture_output=True, timeout=ASK_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SgfsError(f"cannot ask through $SGFS_ASK ({command}): {exc}", exit_code=1) from None
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip()
+        raise SgfsError(f"$SGFS_ASK failed (exit {done.returncode}): {said}", exit_code=1)
+    return done.stdout.decode("utf-8", "replace").strip()
 
 
 @agent_command.command("prior", help=PRIOR_HELP)

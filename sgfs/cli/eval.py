@@ -23,12 +23,15 @@ EVAL_HELP = f"""Run the agent CMD on every question of the repositories SEEDS (o
 the answers like `sgfs grade`, record what each agent read, and write DIR/results.jsonl, DIR/summary.json,
 DIR/run.json and DIR/report/.
 
+With --ambiguous, each ambiguous twin runs with its full twin in the conditions full, ambig and ask; in full
+and ask the agent may ask one clarifying question by running "$SGFS_ASK" "question".
+
 CMD is a shell command run once per question in the repository's directory on the mount, the prompt on stdin;
 {{prompt_file}}, {{repo}}, {{question_id}} and {{answer_file}} in it are replaced (shell-quoted), and relative
 paths in it (./my-agent, scripts/agent.py) are those of your directory. Each agent runs in a sandbox
 (bubblewrap): it sees the system, the Python environment without sgfs, its repository read-only and a scratch
 directory; never the questions, DIR, the audit log or the key, and no network unless --sandbox-net. sgfs's own
-reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: docs/eval.md. Exit codes:
+reference agents (`sgfs agent oracle|literal|random|abstain`) run outside it. Protocol: docs/eval.md. Exit codes:
 0 done, 1 the gate failed, no agent finished (all crashed or timed out) or an output could not be written,
 2 bad input.
 
@@ -37,6 +40,7 @@ reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: 
         "sgfs eval 1-5 --agent 'sgfs agent oracle' --out runs/oracle",
         "sgfs qa 1-20 --out q.jsonl && sgfs eval --questions q.jsonl --agent ./agent.sh --out runs/a -j 4",
         "sgfs eval 1-20 --agent ./agent.sh --out runs/b --baseline runs/a --max-drop 0.05 --junit junit.xml",
+        "sgfs eval 1-5 --ambiguous --agent 'sgfs agent literal' --out runs/literal",
     )
 }
 """
@@ -60,6 +64,18 @@ reference agents (`sgfs agent oracle|random|abstain`) run outside it. Protocol: 
               help="Ask each question (and variant) K times (1..100): pass@k and run-to-run spread.")  # fmt: skip
 @click.option("--variant", type=click.Choice(["template", "paraphrase_1", "paraphrase_2", "paraphrase_3", "all"]),
               default="template", show_default=True, help="Which wording of each question to ask.")  # fmt: skip
+@click.option(
+    "--ambiguous",
+    is_flag=True,
+    help="Run the ambiguous twins and their full twins in the conditions of --conditions (docs/eval.md, "
+    '"Ambiguity and clarification"); questions from SEEDS are made with twins, a FILE must hold them.',
+)
+@click.option(
+    "--conditions",
+    metavar="LIST",
+    help="With --ambiguous: which of full (the full twin, $SGFS_ASK offered), ambig (the twin, no channel) and ask "
+    "(the twin, $SGFS_ASK offered) to run, comma-separated [default: full,ambig,ask].",
+)
 @click.option("--min-accuracy", type=click.FloatRange(0, 1), help="Gate: exit 1 below this accuracy.")
 @click.option("--baseline", metavar="DIR", help="Gate and report against this earlier run.")
 @click.option("--max-drop", type=click.FloatRange(0, 1), help="Gate: exit 1 when accuracy drops more than this.")
@@ -106,6 +122,8 @@ def eval_command(
     unanswerable: float,
     repeats: int,
     variant: str,
+    ambiguous: bool,
+    conditions: str | None,
     min_accuracy: float | None,
     baseline: str | None,
     max_drop: float | None,
@@ -124,12 +142,15 @@ def eval_command(
     from sgfs.eval.finish import Baseline, finish
     from sgfs.eval.gate import Gate
     from sgfs.eval.harness import EvalConfig, check_repeats, key_fingerprint, run_eval
-    from sgfs.eval.questions import parse_shard
+    from sgfs.eval.questions import parse_conditions, parse_shard
     from sgfs.eval.results import SUMMARY, RunInfo, run_info
 
     if (seeds is None) == (questions_file is None):
         raise SgfsError("give either SEEDS or --questions FILE (exactly one)")
     check_repeats(repeats)
+    if conditions is not None and not ambiguous:
+        raise SgfsError("--conditions goes with --ambiguous")
+    chosen = parse_conditions(conditions) if ambiguous else None
     if audit_file is not None and mount is None:
         raise SgfsError("--audit goes with --mount (a private mount is always audited)")
     if max_drop is not None and baseline is None:
@@ -160,6 +181,7 @@ def eval_command(
         counterfactual=counterfactual,
         mess=mess,
         repeats=repeats,
+        conditions=chosen,
     )
     fingerprint = key_fingerprint(key_file)  # a bad key file is refused before anything else is done
     if base is not None:  # before any agent runs: a baseline from another universe is no baseline
@@ -201,6 +223,14 @@ def _one_line(summary: RunSummary, out: Path) -> str:
             f"; {summary.repeats} repeats, pass@{summary.repeats} {_share(summary.pass_at_k.get(str(summary.repeats)))}"
         )
     extra += "" if recall is None else f", evidence recall {recall:.3f}"
+    if summary.ambiguity:
+        by = summary.ambiguity["by_condition"]
+        rates = summary.ambiguity["ask_rate"]
+        accuracies = ", ".join(f"{name} {_share(entry['accuracy'])}" for name, entry in by.items())
+        extra += (
+            f"; conditions: {accuracies}; ask rate full {_share(rates['full'])}, ask {_share(rates['ask'])}; "
+            f"wrong target ambig {_share(summary.ambiguity['wrong_target_rate']['ambig'])}"
+        )
     return f"graded {summary.n} answers: accuracy {shown}{extra}; results in {out}"
 
 

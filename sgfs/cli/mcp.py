@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from qa.records import QuestionsError, read_question_file
 from sgfs.cli.options import examples, key_option, specs_options, world_of, world_option
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import (
@@ -20,8 +21,9 @@ MCP_HELP = """Serve repositories to an MCP client through read-only filesystem t
 
 The root holds one directory per seed; any seed opens by name, and the root lists those given with
 --seeds. Tools: list_directory, directory_tree, read_text_file, read_binary_file, get_file_info,
-search_files, and with --python run_python_code (docs/agents.md). Over http, one line on stderr gives the
-URL once the server listens.
+search_files, with --python run_python_code, and with --questions FILE ask_clarification(question_id,
+question): one clarifying question per question id, answered only about what that question leaves open
+(docs/agents.md). Over http, one line on stderr gives the URL once the server listens.
 
 """ + examples(
     "sgfs mcp --seeds 1-20                 # stdio: the command an MCP client starts",
@@ -31,6 +33,7 @@ URL once the server listens.
     "sgfs mcp --seeds 1-20 --key universe.key   # the keyed universe's repositories",
     "sgfs mcp --seeds 1-20 --counterfactual     # the counterfactual world's repositories",
     "sgfs mcp --specs pack.sgfspack              # the repositories of a spec pack (its seeds listed)",
+    "sgfs mcp --seeds 1-20 --questions q.jsonl --ask-log asks.jsonl   # the clarification channel",
 )
 
 
@@ -72,6 +75,20 @@ URL once the server listens.
     help="Run the Python tool without its sandbox (for machines without bubblewrap): UNSEALED, the code sees "
     "the host, sgfs included, and can read the truth. Without it, --python refuses to start where no sandbox can.",
 )
+@click.option(
+    "--questions",
+    "questions_file",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Add ask_clarification(question_id, question) for the questions of FILE (sgfs qa, twins included). "
+    "Serve without it for the ambig condition: no channel.",
+)
+@click.option(
+    "--ask-log",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Append every clarifying question and its reply to FILE, one JSON line each (needs --questions).",
+)
 @specs_options
 @key_option
 @world_option
@@ -85,12 +102,16 @@ def mcp_command(
     python_timeout: float,
     python_memory_mb: int,
     python_unsealed: bool,
+    questions_file: str | None,
+    ask_log: str | None,
     specs: str | None,
     fallback: str | None,
     key_file: str | None,
     counterfactual: bool,
 ) -> None:
     seed_list = parse_seed_list(seeds) if seeds.strip() else []
+    if ask_log is not None and questions_file is None:
+        raise SgfsError("--ask-log only applies with --questions FILE")
     world = world_of(counterfactual)
     check_world(specs, world)  # --counterfactual --specs: one line, before anything else is read
     key = load_key(key_file)
@@ -107,8 +128,17 @@ def mcp_command(
         from sgfs.agents.mcp.server import run_server
     except ImportError as exc:
         raise SgfsError(f"sgfs mcp needs the MCP SDK: pip install 'sgfs[mcp]' ({exc})", exit_code=1) from None
+    from sgfs.agents.mcp.ask import ClarificationDesk
     from sgfs.agents.pytool import PythonLimits
     from sgfs.store.source import MountSource
+
+    ask = None
+    if questions_file is not None:
+        try:
+            records = read_question_file(questions_file)
+        except QuestionsError as exc:
+            raise SgfsError(str(exc)) from None
+        ask = ClarificationDesk(records, ask_log)
 
     python = None
     if with_python:
@@ -118,4 +148,4 @@ def mcp_command(
         problem = sandbox_problem(python, "--python-unsealed")
         if problem is not None:
             raise SgfsError(problem)
-    run_server(MountSource(seed_list, cache_mb * MIB, factory=factory), transport, host, port, python)
+    run_server(MountSource(seed_list, cache_mb * MIB, factory=factory), transport, host, port, python, ask)

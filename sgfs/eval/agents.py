@@ -1,5 +1,5 @@
-"""Reference agents (`sgfs agent abstain|prior|random|oracle`): the floor, the prior floor, chance, and the
-ceiling that checks the audit.
+"""Reference agents (`sgfs agent abstain|prior|random|oracle|literal`): the floor, the prior floor, chance, the
+ceiling that checks the audit, and the agent that takes an ambiguous question's first other reading.
 
 ``random`` and ``oracle`` look the question up by id in the privileged record: regenerated from the seed
 (ids are ``<seed>-<type>-<k>``; generation is deterministic; in a keyed universe with ``--key FILE``, in the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from generators.spec import World
@@ -53,7 +54,8 @@ def _regenerated(
     seed_text = question_id.split("-", 1)[0]
     if not seed_text.isdigit():
         raise SgfsError(f"question id {question_id!r} does not start with a seed")
-    options = Options(per_type=per_type, unanswerable=unanswerable)
+    # An ambiguous twin's id is its full twin's with "-ambig" after it: only generation with twins makes it.
+    options = Options(per_type=per_type, unanswerable=unanswerable, ambiguous=question_id.endswith(TWIN_SUFFIX))
     factory = keyed_procedural(load_key(key_file, warn=False), world)
     for record in generated_records([factory(int(seed_text))], options):
         if record.id == question_id:
@@ -61,13 +63,56 @@ def _regenerated(
     raise SgfsError(f"no question {question_id} among seed {seed_text}'s (wrong --per-type or --unanswerable?)")
 
 
-def oracle_answer(question: Question, repo: Path) -> Answer:
-    """Reads every evidence file through the mount (so the audit sees it), then gives the recorded answer."""
+TWIN_SUFFIX = "-ambig"
+
+
+def read_evidence(question: Question, repo: Path) -> None:
+    """Reads every evidence file of ``question`` through the mount, so that the audit sees it."""
     for relative in question.evidence:
         with open(repo / relative, "rb") as handle:
             while handle.read(1 << 20):
                 pass
-    return question.answer
+
+
+def oracle_answer(question: Question, repo: Path, ask: Callable[[str], str] | None = None) -> Answer:
+    """Reads every evidence file through the mount (so the audit sees it), then gives the recorded answer. On an
+    ambiguous twin with a clarification channel (``ask``) it asks which reading is meant and answers the reading
+    the reply names (``reading_answer``)."""
+    read_evidence(question, repo)
+    ambiguity = question.ambiguity
+    if ambiguity is None or ask is None:
+        return question.answer
+    return reading_answer(question, ask(clarifying_question(question)))
+
+
+def clarifying_question(question: Question) -> str:
+    """The oracle's one question about a twin: which reading of its open words is meant."""
+    ambiguity = question.ambiguity
+    assert ambiguity is not None
+    return f"Which reading of '{ambiguity.open}' do you mean?"
+
+
+def reading_answer(question: Question, reply: str) -> Answer:
+    """The answer of the reading of the twin ``question`` that ``reply`` names: the intended reading or a decoy's,
+    whichever's words appear first in the reply (the longest of those at one place). A reply that names none (a
+    refusal) leaves the oracle with the intended answer: it is the ceiling."""
+    ambiguity = question.ambiguity
+    assert ambiguity is not None
+    text = reply.lower()
+    readings = [(ambiguity.intended, question.answer), *((d.reading, d.answer) for d in ambiguity.decoy_answers)]
+    named = [(text.find(words.lower()), -len(words), answer) for words, answer in readings if words.lower() in text]
+    if not named:
+        return question.answer
+    return min(named, key=lambda found: (found[0], found[1]))[2]
+
+
+def literal_answer(question: Question, repo: Path) -> Answer:
+    """Reads the evidence like the oracle, then answers an ambiguous twin under its first other reading without
+    asking (the first decoy's answer): what an agent that silently commits to the wrong reading scores. The true
+    answer on every question with nothing open."""
+    read_evidence(question, repo)
+    ambiguity = question.ambiguity
+    return question.answer if ambiguity is None else ambiguity.decoy_answers[0].answer
 
 
 def random_answer(question: Question) -> Answer:
@@ -86,8 +131,9 @@ def random_answer(question: Question) -> Answer:
 
 
 def seed_and_type(question_id: str) -> tuple[int, str]:
-    """The seed and question type named by an id ``<seed>-<type>-<k>``; an SgfsError for anything else."""
-    seed_text, _, rest = question_id.partition("-")
+    """The seed and question type named by an id ``<seed>-<type>-<k>`` (or an ambiguous twin's,
+    ``<seed>-<type>-<k>-ambig``); an SgfsError for anything else."""
+    seed_text, _, rest = question_id.removesuffix(TWIN_SUFFIX).partition("-")
     qtype, _, number = rest.rpartition("-")
     if not (seed_text.isdigit() and number.isdigit() and qtype):
         raise SgfsError(f"question id {question_id!r} is not of the form <seed>-<type>-<k>")

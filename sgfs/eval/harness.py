@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -19,13 +19,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from generators.spec import World
 from qa.model import QUESTION_FORMAT, Json
-from qa.records import AskedQuestion, QuestionSource
+from qa.records import QuestionSource
 from qa.result_record import ResultRecord
 from sgfs.agents.sandbox import SandboxPolicy, check_sandbox, hidden_paths
 from sgfs.errors import SgfsError
 from sgfs.eval.mount import RunMount, private_mount, user_mount
 from sgfs.eval.protocol import check_agent, resolve_relative
-from sgfs.eval.questions import digest, load_questions, select_shard
+from sgfs.eval.questions import PlannedItem, digest, load_questions, load_twin_items, select_shard
 from sgfs.eval.results import (
     RESULTS,
     RUN,
@@ -70,6 +70,8 @@ class EvalConfig:
     repeats: int = 1  # --repeats K: each (question, variant) is asked K times
     counterfactual: bool = False  # --counterfactual: questions and the private mount are the counterfactual world's
     mess: int = 0  # --mess LEVEL: questions and the private mount are of that messiness level
+    # --ambiguous: the conditions each twin pair runs in (qa.clarify.CONDITIONS); None: a run without them.
+    conditions: tuple[str, ...] | None = None
 
 
 MAX_REPEATS = 100
@@ -81,22 +83,28 @@ def check_repeats(repeats: int) -> None:
         raise SgfsError(f"invalid --repeats {repeats}: expected an integer from 1 to {MAX_REPEATS}")
 
 
-def run_items(items: list[AskedQuestion], repeats: int) -> list[RunItem]:
+def run_items(items: list[PlannedItem], repeats: int) -> list[RunItem]:
     """The units of a run: every item ``repeats`` times, repeat by repeat (an interrupted run keeps whole
     repeats first)."""
-    return [RunItem(item, repeat) for repeat in range(1, repeats + 1) for item in items]
+    return [RunItem(item.asked, repeat, item.condition) for repeat in range(1, repeats + 1) for item in items]
 
 
-def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
+def load_items(config: EvalConfig) -> tuple[list[PlannedItem], str]:
     """The items of this run (its shard) and the digest of every item of the whole run, before sharding."""
     source = QuestionSource(config.questions_file, config.seeds or [], config.per_type, config.unanswerable)
     key, world = load_key(config.key_file), World(counterfactual=config.counterfactual, mess=config.mess)
+
+    def load(on_repository: Callable[[], None] | None) -> list[PlannedItem]:
+        if config.conditions is not None:
+            return load_twin_items(source, config.variant, config.conditions, on_repository, key=key, world=world)
+        return [PlannedItem(item) for item in load_questions(source, config.variant, on_repository, key, world)]
+
     if config.questions_file is not None:
-        items = load_questions(source, config.variant, key=key, world=world)
+        items = load(None)
     else:
         with _progress(config.quiet or not sys.stderr.isatty()) as progress:
             task = progress.add_task("generating questions", total=len(source.seeds), accuracy="")
-            items = load_questions(source, config.variant, lambda: progress.advance(task), key=key, world=world)
+            items = load(lambda: progress.advance(task))
     run_digest = digest(items)
     items = select_shard(items, config.shard)
     if not items:
@@ -104,7 +112,7 @@ def load_items(config: EvalConfig) -> tuple[list[AskedQuestion], str]:
     return items, run_digest
 
 
-def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) -> RunDescription:
+def describe(config: EvalConfig, items: list[PlannedItem], run_digest: str) -> RunDescription:
     try:
         sgfs_version = version("sgfs")
     except PackageNotFoundError:
@@ -132,11 +140,12 @@ def describe(config: EvalConfig, items: list[AskedQuestion], run_digest: str) ->
         question_format=QUESTION_FORMAT,
         counterfactual=config.counterfactual,
         mess=config.mess,
+        conditions=None if config.conditions is None else list(config.conditions),
     )
 
 
 def prepare_directory(
-    config: EvalConfig, items: list[AskedQuestion], run_digest: str
+    config: EvalConfig, items: list[PlannedItem], run_digest: str
 ) -> tuple[RunDescription, list[ResultRecord]]:
     """run.json for this run and the records already there (with --resume); refuses a foreign DIR."""
     meta = describe(config, items, run_digest)
@@ -167,6 +176,14 @@ def prepare_directory(
         if mess_level(existing) != meta.mess:
             theirs_mess = mess_level(existing)
             raise SgfsError(f"cannot resume {out}: it was made with --mess {theirs_mess}, not --mess {meta.mess}")
+        if existing.get("conditions") != meta.conditions:
+            theirs_conditions = existing.get("conditions")
+            made = (
+                f"with --ambiguous --conditions {','.join(map(str, theirs_conditions))}"
+                if isinstance(theirs_conditions, list)
+                else "without --ambiguous"
+            )
+            raise SgfsError(f"cannot resume {out}: it was made {made}")
         if existing.get("questions_digest") != meta.questions_digest:
             raise SgfsError(f"cannot resume {out}: it was made with other questions (digest differs)")
         if existing.get("key_fingerprint") != meta.key_fingerprint:
@@ -222,7 +239,7 @@ def run_eval(config: EvalConfig) -> tuple[RunSummary, list[ResultRecord]]:
     todo = [item for item in items if item.unit not in finished]
 
     if todo:
-        seeds = sorted({item.seed for item in asked})
+        seeds = sorted({item.asked.seed for item in asked})
         with contextlib.ExitStack() as stack:
             stack.enter_context(sigterm_as_interrupt())
             mount: RunMount

@@ -31,6 +31,8 @@ def write_junit(path: Path, records: Sequence[ResultRecord], name: str = "sgfs e
     for record in records:
         variant = record.variant
         case_name = record.id if variant == "template" else f"{record.id} [{variant}]"
+        if record.condition is not None:  # a twin is asked in two conditions: one case each
+            case_name += f" ({record.condition})"
         case = ET.SubElement(
             suite,
             "testcase",

@@ -24,6 +24,11 @@ INSTRUCTIONS = (
     "explore it with any tools you like. End your reply with your final answer as JSON on its own line, "
     'e.g. {"answer": 42} or {"answer": "not possible"}.'
 )
+# Appended to the instructions in the conditions of ``--ambiguous`` that offer the clarification channel.
+ASK_INSTRUCTIONS = (
+    'You may ask one clarifying question by running $SGFS_ASK "your question"; it prints the reply. Ask only if '
+    "the question leaves something open that you cannot decide from the repository."
+)
 # Words a POSIX shell runs itself: a command starting with one needs no binary on PATH.
 SHELL_WORDS = frozenset(
     (
@@ -33,8 +38,10 @@ SHELL_WORDS = frozenset(
 )
 
 
-def prompt(question_text: str) -> str:
-    return f"{question_text}\n\n{INSTRUCTIONS}\n"
+def prompt(question_text: str, channel: bool = False) -> str:
+    """The prompt of one item; ``channel``: the agent may ask through ``$SGFS_ASK`` (and is told so)."""
+    instructions = f"{INSTRUCTIONS} {ASK_INSTRUCTIONS}" if channel else INSTRUCTIONS
+    return f"{question_text}\n\n{instructions}\n"
 
 
 def command_line(template: str, values: dict[str, str]) -> str:
@@ -71,7 +78,7 @@ def resolve_relative(template: str, caller_dir: str) -> str:
     return _PATH_WORD.sub(absolute, template)
 
 
-REFERENCE_AGENTS = ("abstain", "prior", "random", "oracle")
+REFERENCE_AGENTS = ("abstain", "prior", "random", "oracle", "literal")
 _SAFE_WORD = re.compile(r"[\w./+@%,:=~-]+")
 # Options that make a reference agent do something else than answer (``sgfs agent prior --learn SEEDS --out FILE``
 # writes a file): such a command is no reference agent and goes the way of any other.
@@ -79,7 +86,7 @@ _NOT_ANSWERING = ("--learn", "--out")
 
 
 def reference_agent(command: str) -> list[str] | None:
-    """The argv of one of sgfs's own reference agents (``sgfs agent oracle|random|prior|abstain`` with plain
+    """The argv of one of sgfs's own reference agents (``sgfs agent oracle|random|prior|abstain|literal`` with plain
     options) run by this installation's interpreter, or None. These are trusted code, and some must read the
     truth (the oracle is the ceiling that checks the audit), so they run outside the sandbox: without a shell, so
     that nothing else can ride along."""

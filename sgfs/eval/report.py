@@ -6,7 +6,7 @@ import base64
 import html
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qa.grading import VARIANTS
 from qa.result_record import PRIORS, ResultRecord
@@ -161,6 +161,7 @@ def build_markdown(
         lines += ["", f"### By {title}", "", *_table([title, *ACCURACY_HEADER], rows)]
         lines += ["", f"![accuracy by {title}](accuracy_by_{key}.png)"]
     lines += _prior_section(records)
+    lines += _ambiguity_section(summary)
     lines += ["", "## Floors", "", "What an agent that reads nothing scores on exactly these items, graded like the "
               "agent's answers.", ""]  # fmt: skip
     floor_rows = []
@@ -229,6 +230,63 @@ def _prior_section(records: Sequence[ResultRecord]) -> list[str]:
         "",
         *_table(["prior", *ACCURACY_HEADER], rows),
     ]
+
+
+AMBIGUITY_TITLE = "Ambiguity and clarification"
+CONDITION_TEXT = {
+    "full": "full twin, channel offered",
+    "ambig": "ambiguous twin, no channel",
+    "ask": "ambiguous twin, channel offered",
+}
+
+
+def _rate(entry: dict[str, Any], name: str) -> str:
+    """A rate of ``by_condition`` with its interval, or "-" where it is not defined."""
+    value = entry.get(f"{name}_rate")
+    if value is None:
+        return "-"
+    return f"{_pct(value)} ({_bounds((entry[f'{name}_low'], entry[f'{name}_high']))})"
+
+
+def _ambiguity_section(summary: RunSummary) -> list[str]:
+    """The conditions of an ambiguous run (summary.json's ``by_condition`` and the rest); nothing for another."""
+    metrics = summary.ambiguity
+    if not metrics:
+        return []
+    rows = []
+    for condition, entry in metrics["by_condition"].items():
+        interval = _bounds((entry["low"], entry["high"])) if entry["low"] is not None else "-"
+        rows.append([
+            condition, CONDITION_TEXT.get(condition, ""), str(entry["n"]), str(entry["pairs"]), _pct(entry["accuracy"]),
+            interval, _rate(entry, "ask"), _rate(entry, "wrong_target"),
+        ])  # fmt: skip
+    header = ["condition", "what runs", "n", "twin pairs", "accuracy", "95 % interval", "ask rate", "wrong-target rate"]
+    lines = [
+        "",
+        f"## {AMBIGUITY_TITLE}",
+        "",
+        "Each ambiguous twin ran with its full twin (docs/eval.md): ask rate is the share of items on which the agent "
+        "asked its one clarifying question (on full items, over-asking); wrong-target rate the share of answers "
+        "right under another reading than the intended one. Intervals are clustered by twin pair.",
+        "",
+        *_table(header, rows),
+    ]
+    differences = []
+    for name, found in metrics["condition_differences"].items():
+        if found is None:
+            continue
+        shown = f"{100 * found['difference']:+.1f} pts ({100 * found['low']:+.1f} to {100 * found['high']:+.1f})"
+        differences.append([name.replace("-", " − "), str(found["items"]), str(found["pairs"]), shown])
+    if differences:
+        lines += ["", *_table(["difference", "items", "twin pairs", "accuracy (paired 95 % interval)"], differences)]
+    score = metrics.get("calibration")
+    lines += [
+        "",
+        f"Calibration of asking: {'-' if score is None else f'{score:.2f}'} (the harmonic mean of the ask rate on "
+        "ambiguous items and the rate of not asking on full ones; 1 asks exactly when something is open, 0 never or "
+        "always).",
+    ]
+    return lines
 
 
 def _repeats_section(summary: RunSummary) -> list[str]:

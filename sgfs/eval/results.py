@@ -140,8 +140,11 @@ class RunDescription:
     generator_version: int = GENERATOR_VERSION  # the generator that made the repositories
     counterfactual: bool = False  # --counterfactual: repositories of the counterfactual world
     mess: int = 0  # --mess LEVEL of the repositories
+    conditions: list[str] | None = None  # --ambiguous: the conditions of the twin pairs; None: none
 
     def to_json(self) -> dict[str, Json]:
+        # "conditions" only in a run with them: run.json of other runs is what it was before they existed.
+        conditions: dict[str, Json] = {} if self.conditions is None else {"conditions": list(self.conditions)}
         return {
             "sgfs_version": self.sgfs_version,
             "agent": self.agent,
@@ -161,6 +164,7 @@ class RunDescription:
             "generator_version": self.generator_version,
             "counterfactual": self.counterfactual,
             "mess": self.mess,
+            **conditions,
         }
 
 
@@ -175,6 +179,7 @@ IDENTITY_FIELDS = (
     "generator_version",
     "counterfactual",
     "mess",
+    "conditions",
 )
 
 
@@ -335,7 +340,7 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
     an Inspect AI log file of the ``sgfs/infinite_science`` task). Refuses (SgfsError) a record that appears twice
     and records of more than one run: several DIRs must be distinct shards of one run (same agent, questions and
     split, see ``IDENTITY_FIELDS``), each holding only records of its shard."""
-    merged: dict[tuple[str, str, int], ResultRecord] = {}
+    merged: dict[tuple[str, str, int, str | None], ResultRecord] = {}
     runs: list[RunInfo] = []
     for entry in directories:
         directory = Path(entry)
@@ -354,11 +359,14 @@ def load_results(directories: list[str | Path]) -> LoadedRuns:
         for record in records:
             if record.unit in merged:
                 repeat = "" if record.repeat == 1 else f", repeat {record.repeat}"
+                repeat += "" if record.condition is None else f", condition {record.condition}"
                 raise SgfsError(
                     f"{directory}: record {record.id} ({record.variant}{repeat}) appears more than once: "
                     "a run records each question once"
                 )
-            if run.shard is not None and shard_of(record.id, run.shard[1]) != run.shard[0]:
+            # A twin pair's records are in one shard: that of the pair (the full twin's id).
+            shard_key = record.pair if record.condition is not None and record.pair else record.id
+            if run.shard is not None and shard_of(shard_key, run.shard[1]) != run.shard[0]:
                 raise SgfsError(
                     f"{directory}: record {record.id} ({record.variant}) is not a question of shard "
                     f"{run.shard[0]}/{run.shard[1]}"

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from qa.clarify import WITH_CHANNEL, Oracle
 from qa.grading import grade
 from qa.records import AskedQuestion
 from qa.result_record import EvalDetails, ResultRecord
 from sgfs.agents.sandbox import Layout, SandboxedProcess, SandboxPolicy, command_paths, start
 from sgfs.errors import SgfsError
+from sgfs.eval.channel import ASK_VARIABLE, Channel, ChannelError
 from sgfs.eval.protocol import AgentAnswer, AnswerFileError, command_line, prompt, read_answer, reference_agent
 from sgfs.mount.audit import Access, AuditReader, Origin, evidence_fields
 
@@ -48,15 +50,22 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class RunItem:
-    """One unit of a run: a (question, variant) asked for the ``repeat``-th time (1..K with ``--repeats K``)."""
+    """One unit of a run: a (question, variant) asked for the ``repeat``-th time (1..K with ``--repeats K``), in
+    a condition of ``--ambiguous`` (``qa.clarify.CONDITIONS``; None without it)."""
 
     asked: AskedQuestion
     repeat: int = 1
+    condition: str | None = None
 
     @property
-    def unit(self) -> tuple[str, str, int]:
-        """(question id, variant, repeat), as ``ResultRecord.unit``."""
-        return (self.asked.id, self.asked.variant, self.repeat)
+    def unit(self) -> tuple[str, str, int, str | None]:
+        """(question id, variant, repeat, condition), as ``ResultRecord.unit``."""
+        return (self.asked.id, self.asked.variant, self.repeat, self.condition)
+
+    @property
+    def channel(self) -> bool:
+        """Whether the agent may ask a clarifying question (``$SGFS_ASK``)."""
+        return self.condition in WITH_CHANNEL
 
 
 class Interrupted(Exception):
@@ -110,7 +119,7 @@ class Runner:
         scratch.mkdir()
         prompt_file = scratch / "prompt.txt"
         answer_file = scratch / "answer"
-        text = prompt(item.text())
+        text = prompt(item.text(), unit.channel)
         prompt_file.write_text(text, encoding="utf-8")
         repo = os.path.join(settings.mount, str(item.seed))
         values = {
@@ -127,6 +136,7 @@ class Runner:
             SGFS_ANSWER_FILE=str(answer_file),
         )
         env[TOKEN_VARIABLE] = secrets.token_hex(16)
+        env.pop(ASK_VARIABLE, None)  # set below in the conditions with a channel only, whatever the caller's says
         command = command_line(settings.agent, values)
         argv = reference_agent(command)
         layout = None
@@ -135,10 +145,18 @@ class Runner:
             if settings.sandbox is not None:
                 words = _words(command)
                 layout = Layout(settings.sandbox, repo, str(scratch), command_paths(words), _home())
+        # A fresh oracle for each (record, condition): the full twin's has nothing open.
+        oracle = Oracle(item.question.ambiguity)
         start = time.monotonic()
-        stdout, stderr, exit_code, timed_out, access = _execute(
-            argv, layout, repo, env, prompt_file, settings, self._lock, self._groups
-        )
+        try:
+            with contextlib.ExitStack() as channel:
+                if unit.channel:
+                    env[ASK_VARIABLE] = channel.enter_context(Channel(oracle, scratch)).command
+                stdout, stderr, exit_code, timed_out, access = _execute(
+                    argv, layout, repo, env, prompt_file, settings, self._lock, self._groups
+                )
+        except ChannelError as exc:  # before the agent started: the item is a crash that says why
+            stdout, stderr, exit_code, timed_out, access = "", f"sgfs eval: {exc}", None, False, None
         elapsed = time.monotonic() - start
         refused = None
         try:
@@ -183,6 +201,9 @@ class Runner:
             ),
             repeat=unit.repeat,
             graded=item.graded,
+            condition=unit.condition,
+            exchange=oracle.exchange,
+            graded_answer=answer.value if counted is not None else None,
         )
 
 

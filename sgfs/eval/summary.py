@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from qa.clarify import CONDITIONS, WITH_CHANNEL
 from qa.grading import VARIANTS, GradingRun
 from qa.metrics import summarize
 from qa.prior import PriorError
 from qa.result_record import FLOORS, PRIORS, STATUSES, ResultRecord, prior_table
-from sgfs.eval.stats import clustered_proportion, pass_at_k
+from sgfs.eval.stats import PairedComparison, clustered_proportion, paired_comparison, pass_at_k
 
 INTERVAL_METHOD = (
     "Wilson score interval at the effective sample size n / deff, deff the cluster-robust variance over question "
@@ -48,6 +49,9 @@ class RunSummary:
     accuracy_interval: dict[str, Any] = field(default_factory=dict)  # clustered by question id
     floors: dict[str, dict[str, Any]] = field(default_factory=dict)  # "abstain", "prior": floor agents
     baseline: dict[str, Any] | None = None  # the paired comparison with --baseline, when given
+    # ``ambiguity_metrics``: by_condition, condition_differences, wrong_target_rate, ask_rate and calibration, for
+    # a run with conditions (--ambiguous); None for any other.
+    ambiguity: dict[str, Any] | None = None
 
     @property
     def n(self) -> int:
@@ -85,6 +89,7 @@ class RunSummary:
             "run_to_run_sd": self.run_to_run_sd,
             "per_question": dict(self.per_question),
             "floors": self.floors,
+            **(self.ambiguity or {}),
         }
         digest = {} if self.questions_digest is None else {"questions_digest": self.questions_digest}
         baseline = {} if self.baseline is None else {"baseline": self.baseline}
@@ -104,9 +109,16 @@ def _tokens(name: str) -> Callable[[ResultRecord], int | None]:
     return lambda record: (record.usage or {}).get(name)
 
 
+def cluster_of(record: ResultRecord) -> str:
+    """What a record's interval is clustered by: its question id, or in a condition its twin pair (the full and
+    the ambiguous twin of one pair are not independent draws)."""
+    return record.pair if record.condition is not None and record.pair else record.id
+
+
 def accuracy_interval(records: Sequence[ResultRecord]) -> dict[str, Any]:
-    """The accuracy of ``records`` with its 95 % interval clustered by question id (``clustered_proportion``)."""
-    found = clustered_proportion([bool(r.correct) for r in records], [r.id for r in records])
+    """The accuracy of ``records`` with its 95 % interval clustered by question id, or by twin pair in an
+    ambiguous run (``clustered_proportion``)."""
+    found = clustered_proportion([bool(r.correct) for r in records], [cluster_of(r) for r in records])
     low, high = found.interval if found.interval is not None else (None, None)
     return {
         "accuracy": found.value,
@@ -122,16 +134,16 @@ def accuracy_interval(records: Sequence[ResultRecord]) -> dict[str, Any]:
 def repeat_statistics(records: Sequence[ResultRecord], repeats: int) -> dict[str, Any]:
     """pass@k (k = 1..repeats), pass_all_k, the per-question success rates and the run-to-run standard deviation
     of the accuracy across repeats (None for a single repeat)."""
-    tried: dict[tuple[str, str], list[int]] = {}
+    tried: dict[tuple[str, str, str | None], list[int]] = {}
     for record in records:
-        counts = tried.setdefault(record.key, [0, 0])
+        counts = tried.setdefault((*record.key, record.condition), [0, 0])
         counts[0] += 1
         counts[1] += bool(record.correct)
     n = np.array([v[0] for v in tried.values()], dtype=np.int64)
     c = np.array([v[1] for v in tried.values()], dtype=np.int64)
     rates: dict[str, list[int]] = {}
     for record in records:
-        counts = rates.setdefault(record.id, [0, 0])
+        counts = rates.setdefault(_question_label(record), [0, 0])
         counts[0] += 1
         counts[1] += bool(record.correct)
     by_repeat: dict[int, list[int]] = {}
@@ -145,6 +157,127 @@ def repeat_statistics(records: Sequence[ResultRecord], repeats: int) -> dict[str
         "pass_all_k": float(np.mean(c == n)) if tried else None,
         "per_question": {qid: right / total for qid, (total, right) in rates.items()},
         "run_to_run_sd": float(np.std(accuracies, ddof=1)) if repeats > 1 and accuracies.size > 1 else None,
+    }
+
+
+def _question_label(record: ResultRecord) -> str:
+    """``per_question``'s key: the question id, with the condition after it in an ambiguous run (the twin is
+    asked in two)."""
+    return record.id if record.condition is None else f"{record.id} [{record.condition}]"
+
+
+def _round(record: ResultRecord) -> int:
+    """What pairs the wordings of one question in Krippendorff's alpha (``qa.metrics.paraphrase_agreement``): its
+    repeat, and its condition (the twin is asked in two conditions, each with every wording)."""
+    condition = 0 if record.condition is None else CONDITIONS.index(record.condition) + 1
+    return record.repeat * (len(CONDITIONS) + 1) + condition
+
+
+def calibration(ask_rate_ambiguous: float | None, ask_rate_full: float | None) -> float | None:
+    """The calibration of asking (docs/eval.md): the harmonic mean of the ask rate on ambiguous items (``ask``)
+    and the rate of not asking on full ones, 1 − ``ask_rate_full``, as F1 is of precision and recall. 1 for an
+    agent that asks exactly when something is open; 0 when it never asks, or always asks; None when a rate is
+    undefined (a condition not run)."""
+    if ask_rate_ambiguous is None or ask_rate_full is None:
+        return None
+    restraint = 1.0 - ask_rate_full
+    total = ask_rate_ambiguous + restraint
+    return 0.0 if total == 0 else 2 * ask_rate_ambiguous * restraint / total
+
+
+def _share(flags: Sequence[bool], clusters: Sequence[str]) -> dict[str, Any]:
+    found = clustered_proportion(flags, clusters)
+    low, high = found.interval if found.interval is not None else (None, None)
+    return {"count": found.successes, "rate": found.value, "low": low, "high": high}
+
+
+# The paired differences of accuracy the summary gives: (run, against).
+CONDITION_DIFFERENCES = (("ambig", "full"), ("ask", "ambig"))
+
+
+def _difference(found: PairedComparison, mine: str, theirs: str) -> dict[str, Any]:
+    """A paired difference of accuracy between two conditions, as ``condition_differences`` gives it."""
+    return {
+        "items": found.pairs,
+        "pairs": found.clusters,
+        mine: found.accuracy,
+        theirs: found.baseline_accuracy,
+        "difference": found.difference,
+        "low": found.interval[0],
+        "high": found.interval[1],
+        "interval_method": f"paired bootstrap over twin pairs ({found.resamples} resamples, seed {found.seed})",
+        "better": found.improved,  # items right in the first condition and wrong in the second
+        "worse": found.worsened,
+        "mcnemar_p": found.mcnemar_p,
+    }
+
+
+def ambiguity_metrics(records: Sequence[ResultRecord]) -> dict[str, Any] | None:
+    """``summary.json``'s keys for a run with conditions (docs/eval.md, "Ambiguity and clarification"), None when
+    no record has a condition:
+
+    - ``by_condition``: per condition run, ``n``, ``pairs`` (twin pairs), ``correct``, ``accuracy`` with its 95 %
+      interval (``low``, ``high``: clustered by twin pair, as ``accuracy_interval``), and the counts, rates and
+      intervals of asking (``asked``, ``ask_rate``...) and of wrong-target answers (``wrong_target``...);
+    - ``condition_differences``: accuracy ambig − full and ask − ambig on the items both conditions hold (same
+      pair, variant and repeat), with the paired bootstrap over twin pairs of ``stats.paired_comparison``;
+    - ``wrong_target_rate``: per condition, the share of answers graded correct under an unintended reading only
+      (null on ``full``: a full twin has no other reading);
+    - ``ask_rate``: per condition, the share of items on which the agent asked (null on ``ambig``: no channel);
+      asking on ``full`` is over-asking;
+    - ``calibration``: ``calibration(ask_rate["ask"], ask_rate["full"])``.
+    """
+    conditioned = [r for r in records if r.condition is not None]
+    if not conditioned:
+        return None
+    groups = {c: [r for r in conditioned if r.condition == c] for c in CONDITIONS}
+    by_condition: dict[str, Any] = {}
+    wrong_target_rate: dict[str, float | None] = {}
+    ask_rate: dict[str, float | None] = {}
+    for condition, group in groups.items():
+        if not group:
+            wrong_target_rate[condition] = ask_rate[condition] = None
+            continue
+        clusters = [cluster_of(r) for r in group]
+        accuracy = accuracy_interval(group)
+        asked = _share([bool(r.asked) for r in group], clusters)
+        wrong = _share([bool(r.wrong_target) for r in group], clusters)
+        channel = condition in WITH_CHANNEL
+        decoys = condition != "full"
+        by_condition[condition] = {
+            "n": len(group),
+            "pairs": accuracy["questions"],
+            "correct": sum(bool(r.correct) for r in group),
+            "accuracy": accuracy["accuracy"],
+            "low": accuracy["low"],
+            "high": accuracy["high"],
+            "asked": asked["count"],
+            "ask_rate": asked["rate"] if channel else None,
+            "ask_low": asked["low"] if channel else None,
+            "ask_high": asked["high"] if channel else None,
+            "wrong_target": wrong["count"] if decoys else None,
+            "wrong_target_rate": wrong["rate"] if decoys else None,
+            "wrong_target_low": wrong["low"] if decoys else None,
+            "wrong_target_high": wrong["high"] if decoys else None,
+        }
+        wrong_target_rate[condition] = by_condition[condition]["wrong_target_rate"]
+        ask_rate[condition] = by_condition[condition]["ask_rate"]
+    differences: dict[str, Any] = {}
+    for mine, theirs in CONDITION_DIFFERENCES:
+        against = {(cluster_of(r), r.variant, r.repeat): r for r in groups[theirs]}
+        paired = [(r, against[key]) for r in groups[mine] if (key := (cluster_of(r), r.variant, r.repeat)) in against]
+        found = paired_comparison(
+            [bool(a.correct) for a, _ in paired],
+            [bool(b.correct) for _, b in paired],
+            [cluster_of(a) for a, _ in paired],
+        )
+        differences[f"{mine}-{theirs}"] = None if found is None else _difference(found, mine, theirs)
+    return {
+        "by_condition": by_condition,
+        "condition_differences": differences,
+        "wrong_target_rate": wrong_target_rate,
+        "ask_rate": ask_rate,
+        "calibration": calibration(ask_rate["ask"], ask_rate["full"]),
     }
 
 
@@ -206,7 +339,7 @@ def summarize_records(records: Sequence[ResultRecord], repeats: int | None = Non
     seen = {record.variant for record in records}
     variants = [v for v in VARIANTS if v in seen] or ["template"]
     items = GradingRun([record.item_result() for record in records], variants, [])
-    grading = _with_prior_split(summarize(items, [record.repeat for record in records]), records)
+    grading = _with_prior_split(summarize(items, [_round(record) for record in records]), records)
     audited = [r for r in records if r.evidence_read is not None]
     with_evidence = [(r, r.evidence_recall) for r in audited if r.evidence_recall is not None]
     correct_with_evidence = [r for r, _ in with_evidence if r.correct and r.answerable]
@@ -231,5 +364,6 @@ def summarize_records(records: Sequence[ResultRecord], repeats: int | None = Non
         repeats=repeats,
         accuracy_interval=accuracy_interval(records),
         floors=floor_summary(records),
+        ambiguity=ambiguity_metrics(records),
         **repeat_statistics(records, repeats),
     )

@@ -89,7 +89,7 @@ def test_summary_repeats_pass_at_k_and_floors() -> None:
     assert summary["accuracy_interval"]["questions"] == 2
     assert summarize_records(records[:1]).to_json()["run_to_run_sd"] is None
     old = ResultRecord.from_json({"id": "q", "type": "t", "category": "c", "answerable": True, "correct": True})
-    assert old.repeat == 1 and old.unit == ("q", "template", 1)
+    assert old.repeat == 1 and old.unit == ("q", "template", 1, None)
     floors = summarize_records([old]).floors
     assert floors["prior"]["accuracy"] is None and "not recorded" in floors["prior"]["reason"]
 

@@ -1,5 +1,10 @@
 """Questions as Inspect samples: one per question and wording, the question record in the metadata. The
-questions come from the loader ``sgfs eval`` uses (``qa.records``)."""
+questions come from the loader ``sgfs eval`` uses (``qa.records``).
+
+With ``ambiguous``, the samples are the twin pairs (``sgfs qa --ambiguous``) in each condition of
+``qa.clarify.CONDITIONS``: ``full`` asks the full twin, ``ambig`` and ``ask`` the ambiguous twin; the sample id
+ends with ``@CONDITION`` and the metadata names the ``condition`` and the ``pair`` (the full twin's id).
+"""
 
 from __future__ import annotations
 
@@ -10,42 +15,99 @@ from inspect_ai.dataset import Sample
 
 from generators.keys import Key
 from generators.spec import World
-from qa.records import AskedQuestion, QuestionsError, QuestionSource, load_asked_questions
+from qa.clarify import CONDITIONS
+from qa.records import (
+    AskedQuestion,
+    QuestionsError,
+    QuestionSource,
+    expand_variants,
+    generated_records,
+    load_asked_questions,
+    variants_of,
+)
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import keyed_procedural
 
 
 def load_questions(
-    source: QuestionSource, variant: str, key: Key | None = None, world: World | None = None
+    source: QuestionSource,
+    variant: str,
+    key: Key | None = None,
+    world: World | None = None,
+    ambiguous: bool = False,
 ) -> list[AskedQuestion]:
-    """Every (question, variant) pair of the task, in order (in ``key``'s universe and in ``world`` when given);
-    unusable questions (a questions file of another world among them) are an SgfsError."""
+    """Every (question, variant) pair of the task, in order (in ``key``'s universe and in ``world`` when given;
+    generated questions with their ambiguous twins with ``ambiguous``); unusable questions (a questions file of
+    another world among them) are an SgfsError."""
     counterfactual = world is not None and world.counterfactual
     try:
+        if ambiguous and source.questions_file is None:
+            from qa.generate import Options
+
+            variants = variants_of(variant)  # checked before anything is generated
+            options = Options(per_type=source.per_type, unanswerable=source.unanswerable, ambiguous=True)
+            records = generated_records(map(keyed_procedural(key, world), source.seeds), options)
+            return expand_variants(records, variants)
         return load_asked_questions(source, variant, keyed_procedural(key, world), counterfactual=counterfactual)
     except QuestionsError as exc:
         message = str(exc).replace("add --counterfactual", "add -T counterfactual=true")
         raise SgfsError(message.replace("drop --counterfactual", "drop -T counterfactual=true")) from None
 
 
+def parse_conditions(text: str) -> tuple[str, ...]:
+    """The conditions a comma list names (``full,ambig,ask``), in the order of ``CONDITIONS``; an SgfsError
+    when one is unknown or none is named."""
+    names = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(names - set(CONDITIONS))
+    if unknown or not names:
+        shown = ", ".join(unknown) if unknown else repr(text)
+        raise SgfsError(f"conditions must be a comma list of {', '.join(CONDITIONS)}, got {shown}")
+    return tuple(name for name in CONDITIONS if name in names)
+
+
+def _sample(item: AskedQuestion, condition: str | None = None, pair: str | None = None) -> Sample:
+    question = item.question
+    metadata = {
+        "question_id": question.id,
+        "seed": question.seed,
+        "category": question.category,
+        "type": question.type,
+        "variant": item.variant,
+        "answerable": question.answerable,
+        "record": question.to_dict(),
+    }
+    if condition is not None:
+        metadata |= {"condition": condition, "pair": pair}
+    return Sample(
+        id=item.sample_id if condition is None else f"{item.sample_id}@{condition}",
+        input=item.text(),
+        target=json.dumps(question.answer),
+        metadata=metadata,
+    )
+
+
 def to_samples(asked: Sequence[AskedQuestion]) -> list[Sample]:
-    samples = []
+    return [_sample(item) for item in asked]
+
+
+def condition_samples(asked: Sequence[AskedQuestion], conditions: Sequence[str]) -> list[Sample]:
+    """The twin pairs among ``asked`` in each of ``conditions``: for each ambiguous twin and wording, the full
+    twin's sample in ``full`` and the twin's in ``ambig`` and ``ask``. Questions without a twin are left out;
+    a twin whose full twin is missing, or no twin at all, is an SgfsError."""
+    by_key = {item.key: item for item in asked}
+    samples: list[Sample] = []
     for item in asked:
-        question = item.question
-        samples.append(
-            Sample(
-                id=item.sample_id,
-                input=item.text(),
-                target=json.dumps(question.answer),
-                metadata={
-                    "question_id": question.id,
-                    "seed": question.seed,
-                    "category": question.category,
-                    "type": question.type,
-                    "variant": item.variant,
-                    "answerable": question.answerable,
-                    "record": question.to_dict(),
-                },
+        ambiguity = item.question.ambiguity
+        if ambiguity is None:
+            continue
+        full = by_key.get((ambiguity.full_id, item.variant))
+        if full is None:
+            raise SgfsError(
+                f"question {item.id} is an ambiguous twin of {ambiguity.full_id}, which is not among the "
+                f"questions ({item.variant}): a questions file must hold both twins, as sgfs qa --ambiguous writes"
             )
-        )
+        for condition in conditions:
+            samples.append(_sample(full if condition == "full" else item, condition, ambiguity.full_id))
+    if not samples:
+        raise SgfsError("no ambiguous twins among the questions: make them with sgfs qa --ambiguous")
     return samples

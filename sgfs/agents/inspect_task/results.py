@@ -3,7 +3,9 @@
 Each sample becomes a :class:`~qa.result_record.ResultRecord` built like those of ``sgfs eval``, with the keys of
 ``RECORD_KEYS``: id, seed, type, category, answer_kind, variant, answerable, answer, correct, abstained, status
 (ok | timeout | crash | no_answer), time_s, usage {input_tokens, output_tokens}, tool_calls, files_read,
-evidence_read, evidence_recall.
+evidence_read, evidence_recall; a sample of an ambiguous run also its ``condition``, ``pair``, ``asked``,
+``ask_text``, ``ask_reply`` (the exchange its ``ask_clarification`` tool kept in the sample's store) and
+``wrong_target``, as ``sgfs eval --ambiguous`` records them.
 
 Files read are those of successful read_text_file / read_binary_file calls and those the code of
 run_python_code opened (Python's "open" audit events, kept in the sample's store). What a bash
@@ -19,10 +21,10 @@ from typing import Any
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
-from qa.grading import TEMPLATE
+from qa.grading import TEMPLATE, extract_answer
 from qa.records import QuestionRecord
 from qa.result_record import ResultRecord
-from sgfs.agents.inspect_task.tools import PYTHON_FILES_KEY
+from sgfs.agents.inspect_task.tools import ASK_KEY, PYTHON_FILES_KEY, exchange_of
 
 FILE_TOOLS = ("read_text_file", "read_binary_file")
 PYTHON_TOOL = "run_python_code"
@@ -89,16 +91,22 @@ def sample_record(sample: EvalSample) -> ResultRecord:
         usage["input_tokens"] += model_usage.input_tokens
         usage["output_tokens"] += model_usage.output_tokens
 
+    status = _status(sample, completion)
+    condition = metadata.get("condition")
     return ResultRecord.of(
         question,
         str(metadata.get("variant", TEMPLATE)),
         answer=score.answer if score is not None else None,
         correct=score_meta.get("correct") if score is not None else None,
         abstained=score_meta.get("abstained") if score is not None else None,
-        status=_status(sample, completion),
+        status=status,
         time_s=sample.total_time,
         usage=usage,
         tool_calls=len(calls),
         files_read=files_read,
         graded=record.graded,  # the floor agents' grades, as sgfs eval records them
+        condition=None if condition is None else str(condition),
+        exchange=exchange_of((sample.store or {}).get(ASK_KEY)),
+        # as sgfs eval: only an answer given (status ok) is checked for another reading
+        graded_answer=extract_answer(completion) if status == "ok" else None,
     )

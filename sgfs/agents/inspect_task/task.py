@@ -1,4 +1,5 @@
-"""The ``infinite_science`` task: one sample per question (and wording), the paper's tools, the grader."""
+"""The ``infinite_science`` task: one sample per question (and wording), the paper's tools, the grader; with
+``ambiguous``, the twin pairs in the conditions of Ambig-DS, the clarification channel in ``full`` and ``ask``."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from inspect_ai.model import ChatMessageSystem
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from generators.spec import World
+from qa.clarify import CONDITIONS, WITH_CHANNEL, Oracle
 from qa.model import QUESTION_FORMAT
-from qa.records import QuestionSource
-from sgfs.agents.inspect_task.dataset import load_questions, to_samples
-from sgfs.agents.inspect_task.scorer import infinite_science_scorer
-from sgfs.agents.inspect_task.tools import filesystem_tools, python_tool, shell_tool
+from qa.records import QuestionSource, ambiguity_from_json
+from sgfs.agents.inspect_task.dataset import condition_samples, load_questions, parse_conditions, to_samples
+from sgfs.agents.inspect_task.scorer import AMBIGUITY_METRICS, SCORER_METRICS, infinite_science_scorer
+from sgfs.agents.inspect_task.tools import ask_tool, filesystem_tools, python_tool, shell_tool
 from sgfs.agents.mcp.tools import RepositoryTools
 from sgfs.agents.pytool import PythonLimits, Workspaces, sandbox_problem
 from sgfs.errors import SgfsError
@@ -33,9 +35,14 @@ ANSWER_FORMAT = (
     'End with your final answer as JSON on the last line: {"answer": "..."}. If the data in the repository '
     'cannot answer the question, answer {"answer": "not possible"}.'
 )
+# Said only where the tool is offered (the full and ask conditions).
+ASK_PROMPT = (
+    "If the question leaves open what to compute, you may ask one clarifying question with ask_clarification "
+    "before you answer."
+)
 
 
-def system_prompt(seed: int, tools: str) -> str:
+def system_prompt(seed: int, tools: str, ask: bool = False) -> str:
     if tools == "shell":
         access = (
             f"The repository (seed {seed}) is the working directory of the bash and run_python_code tools, "
@@ -49,7 +56,7 @@ def system_prompt(seed: int, tools: str) -> str:
         )
     return (
         "You answer a question about a scientific data repository, using only what its files contain. "
-        f"{access} Everything is read-only. {ANSWER_FORMAT}"
+        f"{access} Everything is read-only. {ASK_PROMPT + ' ' if ask else ''}{ANSWER_FORMAT}"
     )
 
 
@@ -94,17 +101,22 @@ def repository_agent(
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         seed = int(state.metadata["seed"])
-        state.messages.insert(0, ChatMessageSystem(content=system_prompt(seed, tools)))
+        # The channel, in the full and ask conditions of an ambiguous run: a fresh oracle for this sample.
+        channel = []
+        if state.metadata.get("condition") in WITH_CHANNEL:
+            ambiguity = ambiguity_from_json(state.metadata["record"].get("ambiguity"), f"sample {state.sample_id}")
+            channel = [ask_tool(Oracle(ambiguity))]
+        state.messages.insert(0, ChatMessageSystem(content=system_prompt(seed, tools, ask=bool(channel))))
         if tools == "shell":
             with contextlib.ExitStack() as stack:
                 root = await anyio.to_thread.run_sync(lambda: stack.enter_context(mounted(seed, key, counterfactual)))
-                state.tools = [shell_tool(root, limits), python_tool(root, limits)]
+                state.tools = [shell_tool(root, limits), python_tool(root, limits), *channel]
                 try:
                     return await generate(state)
                 finally:
                     await anyio.to_thread.run_sync(stack.close)
         workspace = await anyio.to_thread.run_sync(lambda: workspaces.path(seed))
-        state.tools = [*filesystem_tools(file_tools), python_tool(workspace, limits)]
+        state.tools = [*filesystem_tools(file_tools), python_tool(workspace, limits), *channel]
         return await generate(state)
 
     return solve
@@ -125,6 +137,8 @@ def infinite_science(
     key: str | None = None,
     python_unsealed: bool = False,
     counterfactual: bool = False,
+    ambiguous: bool = False,
+    conditions: str | None = None,
 ) -> Task:
     """InfiniteScienceGym questions over sgfs repositories.
 
@@ -148,6 +162,11 @@ def infinite_science(
         counterfactual: the counterfactual world (as `sgfs qa --counterfactual`): questions and repositories in
             which some relations of the study design run against their expected direction. A questions file
             must have been made in the same world.
+        ambiguous: the ambiguous twins (as `sgfs qa --ambiguous`; a `questions` file must hold both twins of each
+            pair): each pair in each of `conditions`, sample ids ID@CONDITION. In full and ask the model also
+            gets ask_clarification, one question per sample, answered by the twin's oracle.
+        conditions: with `ambiguous`, a comma list of full (the full twin, with the channel), ambig (the twin,
+            without) and ask (the twin, with); default all three.
     """
     if tools not in TOOL_SETS:
         raise SgfsError(f"tools must be one of {', '.join(TOOL_SETS)}, got {tools!r}")
@@ -158,14 +177,22 @@ def infinite_science(
     universe = load_key(key)
     if not isinstance(counterfactual, bool):  # -T counterfactual=yes arrives as a string
         raise SgfsError(f"counterfactual must be true or false, got {counterfactual!r}")
+    if not isinstance(ambiguous, bool):
+        raise SgfsError(f"ambiguous must be true or false, got {ambiguous!r}")
+    if conditions is not None and not ambiguous:
+        raise SgfsError("conditions only applies with -T ambiguous=true")
+    chosen = parse_conditions(str(conditions)) if conditions is not None else CONDITIONS
     source = QuestionSource(questions, seed_list, per_type, unanswerable)
-    asked = load_questions(source, variant, universe, World(counterfactual=counterfactual))
+    asked = load_questions(source, variant, universe, World(counterfactual=counterfactual), ambiguous)
+    samples = condition_samples(asked, chosen) if ambiguous else to_samples(asked)
     return Task(
-        dataset=MemoryDataset(to_samples(asked), name="infinite_science"),
+        dataset=MemoryDataset(samples, name="infinite_science"),
         solver=repository_agent(
             tools, python_timeout, python_memory_mb, output_bytes, key, python_unsealed, counterfactual
         ),
         scorer=infinite_science_scorer(),
+        # With twins, also accuracy, ask rate and wrong-target rate per condition (they replace the scorer's own).
+        metrics=[*SCORER_METRICS, *AMBIGUITY_METRICS] if ambiguous else None,
         message_limit=message_limit,
         metadata={
             "tools": tools,
@@ -173,5 +200,7 @@ def infinite_science(
             "key_fingerprint": None if universe is None else universe.fingerprint,
             "question_format": QUESTION_FORMAT,  # runs of different formats are never compared
             "counterfactual": counterfactual,  # nor runs of different worlds
+            "ambiguous": ambiguous,
+            "conditions": list(chosen) if ambiguous else None,
         },
     )

@@ -1,8 +1,10 @@
 """The agent's tools as Inspect tools: the MCP server's filesystem tools (same code, same descriptions),
-the sandboxed Python tool, and for ``tools=shell`` a shell on the mounted repository."""
+the sandboxed Python tool, for ``tools=shell`` a shell on the mounted repository, and in the ``full`` and
+``ask`` conditions of an ambiguous run the clarification channel."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -11,11 +13,15 @@ from typing import TypeVar
 from inspect_ai.tool import Tool, ToolDef, ToolError
 from inspect_ai.util import store
 
+from qa.clarify import Exchange, Oracle
+from sgfs.agents.mcp.ask import ASK_SAMPLE_DESCRIPTION
 from sgfs.agents.mcp.tools import DESCRIPTIONS, RepositoryTools, ToolFailure
 from sgfs.agents.pytool import PythonLimits, run_python_async, run_shell_async
 
 # The sample's store key listing the repository files the Python tool's code opened (read by results.py)
 PYTHON_FILES_KEY = "sgfs_python_files_opened"
+# The sample's store key holding its clarification exchange (qa.clarify.Exchange as a dict; read by the scorer)
+ASK_KEY = "sgfs_ask_exchange"
 T = TypeVar("T")
 PATH = "Path relative to the root, starting with the seed, e.g. 118/data"
 
@@ -105,3 +111,27 @@ def shell_tool(cwd: Path, limits: PythonLimits) -> Tool:
     return ToolDef(
         bash, name="bash", description=description, parameters={"command": "A bash command line"}, max_output=0
     ).as_tool()
+
+
+def ask_tool(oracle: Oracle) -> Tool:
+    """``ask_clarification(question)``, answered by the sample's own ``oracle``; its exchange is kept in the
+    sample's store (``ASK_KEY``) for the scorer."""
+
+    async def ask_clarification(question: str) -> str:
+        reply = oracle.ask(question)
+        store().set(ASK_KEY, dataclasses.asdict(oracle.exchange))
+        return reply
+
+    return ToolDef(
+        ask_clarification,
+        name="ask_clarification",
+        description=ASK_SAMPLE_DESCRIPTION,
+        parameters={"question": "One clarifying question, in words"},
+    ).as_tool()
+
+
+def exchange_of(stored: object) -> Exchange:
+    """The exchange ``ask_tool`` kept in a sample's store (nothing asked when there is none)."""
+    if not isinstance(stored, dict):
+        return Exchange()
+    return Exchange(bool(stored.get("asked")), stored.get("ask_text"), stored.get("ask_reply"))

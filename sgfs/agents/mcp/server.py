@@ -15,6 +15,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from generators import MAX_SEED
+from sgfs.agents.mcp.ask import ASK_DESCRIPTION, ClarificationDesk
 from sgfs.agents.mcp.tools import DESCRIPTIONS, RepositoryTools, ToolFailure
 from sgfs.errors import SgfsError
 from sgfs.store.source import MountSource
@@ -27,6 +28,10 @@ HTTP_PATH = "/mcp"
 INSTRUCTIONS = (
     "Read-only scientific data repositories. The root holds one directory per repository, named by its seed "
     "(an integer, e.g. 118); every path is relative to the root, e.g. 118/README.md. Nothing can be written."
+)
+ASK_INSTRUCTIONS = (
+    " When a question's wording leaves open what to compute, ask_clarification answers one clarifying question "
+    "per question id about it."
 )
 T = TypeVar("T")
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -79,11 +84,37 @@ def add_python_tool(server: MCPServer[Any], source: MountSource, limits: PythonL
     )
 
 
-def build_server(source: MountSource, python: PythonLimits | None = None) -> MCPServer[Any]:
+def add_ask_tool(server: MCPServer[Any], desk: ClarificationDesk) -> None:
+    """``ask_clarification(question_id, question)``: the clarification oracle of each question of ``desk``."""
+
+    def ask_clarification(
+        question_id: Annotated[str, Field(description="The id of the question you were asked, e.g. 118-readme-1")],
+        question: Annotated[str, Field(description="One clarifying question, in words")],
+    ) -> str:
+        return _guarded(lambda: desk.ask(question_id, question))
+
+    # Not read-only or idempotent: a question spends the question id's one question.
+    annotations = ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+    )
+    server.add_tool(
+        ask_clarification,
+        name="ask_clarification",
+        description=ASK_DESCRIPTION,
+        annotations=annotations,
+        structured_output=False,
+    )
+
+
+def build_server(
+    source: MountSource, python: PythonLimits | None = None, ask: ClarificationDesk | None = None
+) -> MCPServer[Any]:
     """An MCP server whose tools read ``source`` (and run Python on its repositories when ``python`` gives
-    the limits); run it with ``run_server`` or connect to it in memory."""
+    the limits, and answer clarifying questions about ``ask``'s questions when given); run it with
+    ``run_server`` or connect to it in memory."""
     tools = RepositoryTools(source)
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    instructions = INSTRUCTIONS + (ASK_INSTRUCTIONS if ask is not None else "")
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=instructions, log_level="WARNING")
 
     def list_directory(path: PathArg = "") -> str:
         return _guarded(lambda: tools.list_directory(path))
@@ -120,14 +151,23 @@ def build_server(source: MountSource, python: PythonLimits | None = None) -> MCP
         )
     if python is not None:
         add_python_tool(server, source, python)
+    if ask is not None:
+        add_ask_tool(server, ask)
     return server
 
 
-def run_server(source: MountSource, transport: str, host: str, port: int, python: PythonLimits | None = None) -> None:
+def run_server(
+    source: MountSource,
+    transport: str,
+    host: str,
+    port: int,
+    python: PythonLimits | None = None,
+    ask: ClarificationDesk | None = None,
+) -> None:
     """Serve until the client disconnects (stdio) or the process is interrupted (http). Over http, the
     address is taken before anything else (an SgfsError if it cannot be), and once the server listens one
     line on stderr gives its URL: ``sgfs mcp: serving on http://127.0.0.1:8000/mcp``."""
-    server = build_server(source, python)
+    server = build_server(source, python, ask)
     if transport == "stdio":
         server.run("stdio")
     else:
