@@ -33,6 +33,18 @@ EMPTY = "Ask one question in words."
 _WORD = re.compile(r"[\w.+-]+")
 
 
+def calibration(ask_rate_ambiguous: float | None, ask_rate_full: float | None) -> float | None:
+    """The calibration of asking (docs/eval.md): the harmonic mean of the ask rate on ambiguous items (``ask``)
+    and the rate of not asking on full ones, 1 − ``ask_rate_full``, as F1 is of precision and recall. 1 for an
+    agent that asks exactly when something is open; 0 when it never asks, or always asks; None when a rate is
+    undefined (a condition not run)."""
+    if ask_rate_ambiguous is None or ask_rate_full is None:
+        return None
+    restraint = 1.0 - ask_rate_full
+    total = ask_rate_ambiguous + restraint
+    return 0.0 if total == 0 else 2 * ask_rate_ambiguous * restraint / total
+
+
 def in_scope(ambiguity: Ambiguity, text: str) -> bool:
     """Whether ``text`` asks about the open decision: one of the twin's keywords appears in it as a word (a keyword
     of several words, as a phrase), case and punctuation aside."""

@@ -47,6 +47,7 @@ ANSWER_KINDS = ("categorical", "integer", "continuous", "yes_no")
 # The two families of ambiguity of Ambig-DS (docs/questions.md, "Ambiguous twins"): which quantity (target) or
 # which statistic or rule (objective) the question means is left open.
 AMBIGUITY_KINDS = ("target", "objective")
+TWIN_SUFFIX = "-ambig"  # an ambiguous twin's id is its full twin's with this after it
 # The decision a twin leaves open, and its family.
 DECISIONS: dict[str, str] = {"file": "target", "column": "target", "statistic": "objective", "correlation": "objective"}
 

@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from generators.spec import GENERATOR_VERSION, MAX_MESS
+from qa.clarify import CONDITIONS
 from qa.grading import TEMPLATE, VARIANTS, GradedQuestion, GradingInputError, parse_question
 from qa.model import AMBIGUITY_KINDS, DECISIONS, Ambiguity, Decoy, Json, Question
 
@@ -363,9 +364,11 @@ def load_asked_questions(
     on_repository: Callable[[], None] | None = None,
     counterfactual: bool = False,
     mess: int = 0,
+    ambiguous: bool = False,
 ) -> list[AskedQuestion]:
     """The (question, variant) pairs of a run, in order: ``variant`` is checked first, then the questions are
-    read or generated (``repository_for`` makes each seed's repository)."""
+    read or generated (``repository_for`` makes each seed's repository; with their ambiguous twins when
+    ``ambiguous``)."""
     variants = variants_of(variant)
     if source.questions_file is not None:
         records = read_question_file(source.questions_file)
@@ -373,6 +376,49 @@ def load_asked_questions(
     else:
         from qa.generate import Options
 
-        options = Options(per_type=source.per_type, unanswerable=source.unanswerable)
+        options = Options(per_type=source.per_type, unanswerable=source.unanswerable, ambiguous=ambiguous)
         records = generated_records(map(repository_for, source.seeds), options, on_repository)
     return expand_variants(records, variants)
+
+
+# ----------------------------------------------------------------------------------------- conditions
+
+
+def parse_conditions(text: str, name: str) -> tuple[str, ...]:
+    """The conditions a comma list names (``full,ambig,ask``), in the order of ``qa.clarify.CONDITIONS``; a
+    QuestionsError naming the option ``name`` when one is unknown or none is named."""
+    names = {part.strip() for part in text.split(",") if part.strip()}
+    unknown = sorted(names - set(CONDITIONS))
+    if unknown or not names:
+        shown = ", ".join(unknown) if unknown else repr(text)
+        raise QuestionsError(f"{name} must be a comma list of {', '.join(CONDITIONS)}, got {shown}")
+    return tuple(condition for condition in CONDITIONS if condition in names)
+
+
+def twin_conditions(
+    asked: Sequence[AskedQuestion], conditions: Sequence[str], where: str
+) -> list[tuple[AskedQuestion, str]]:
+    """The twin pairs among ``asked`` in each of ``conditions``, in order: for each ambiguous twin and wording,
+    its full twin's item in ``full`` and its own in ``ambig`` and ``ask``. Questions without a twin are left out;
+    no twin at all, or a twin whose full twin is missing or itself ambiguous, is a QuestionsError (``where``
+    names the questions)."""
+    by_key = {item.key: item for item in asked}
+    items: list[tuple[AskedQuestion, str]] = []
+    for item in asked:
+        ambiguity = item.question.ambiguity
+        if ambiguity is None:
+            continue
+        full = by_key.get((ambiguity.full_id, item.variant))
+        if full is None:
+            raise QuestionsError(
+                f"{where}: question {item.id} is an ambiguous twin of {ambiguity.full_id}, which is not among "
+                f"them ({item.variant}): the full twin must be there too, as sgfs qa --ambiguous writes it"
+            )
+        if full.question.ambiguity is not None:
+            raise QuestionsError(f"{where}: the full twin {full.id} of {item.id} is itself ambiguous")
+        items += [(full if condition == "full" else item, condition) for condition in conditions]
+    if not items:
+        raise QuestionsError(
+            f"no ambiguous twins among {where} (no record has 'ambiguity'): make them with sgfs qa --ambiguous"
+        )
+    return items

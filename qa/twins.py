@@ -33,14 +33,13 @@ import numpy as np
 from qa import stats
 from qa.clarify import as_truth
 from qa.grading import GradedQuestion, grade, parse_question
-from qa.model import DECISIONS, Ambiguity, Answer, Decoy, Question
+from qa.model import DECISIONS, TWIN_SUFFIX, Ambiguity, Answer, Decoy, Question
 from qa.view import row_mask
 from qa.wording import BIVARIATE_TEMPLATED, STAT_TEMPLATED, Draft, templated
 
 if TYPE_CHECKING:
     from qa.generate import Generator
 
-TWIN_SUFFIX = "-ambig"
 MAX_READINGS = 4  # a file name shared by more files is a search, not a reading
 # The statistic a twin leaves open, and the statistic of the other reading, for each statistic of a full twin.
 OPEN_STATISTIC = {"mean": ("typical", "median"), "median": ("typical", "mean"), "std": ("spread", "variance"),

@@ -143,13 +143,9 @@ def random_command(question: Question) -> None:
 def oracle_command(record: Question) -> None:
     from sgfs.eval.agents import oracle_answer
 
-    repo = Path(os.environ.get("SGFS_REPO") or ".")
     channel = os.environ.get("SGFS_ASK")
     ask = None if not channel else functools.partial(_ask, channel)
-    try:
-        _answer(oracle_answer(record, repo, ask))
-    except OSError as exc:
-        raise SgfsError(f"cannot read evidence in {repo}: {exc.strerror or exc}", exit_code=1) from None
+    _answer_from_evidence(lambda repo: oracle_answer(record, repo, ask))
 
 
 @agent_command.command("literal", help=LITERAL_HELP)
@@ -157,9 +153,15 @@ def oracle_command(record: Question) -> None:
 def literal_command(record: Question) -> None:
     from sgfs.eval.agents import literal_answer
 
+    _answer_from_evidence(lambda repo: literal_answer(record, repo))
+
+
+def _answer_from_evidence(answer: Callable[[Path], Answer]) -> None:
+    """Print the answer ``answer`` gives after reading the evidence in the repository ($SGFS_REPO, else the
+    working directory); evidence that cannot be read is one line and exit 1."""
     repo = Path(os.environ.get("SGFS_REPO") or ".")
     try:
-        _answer(literal_answer(record, repo))
+        _answer(answer(repo))
     except OSError as exc:
         raise SgfsError(f"cannot read evidence in {repo}: {exc.strerror or exc}", exit_code=1) from None
 

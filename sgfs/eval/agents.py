@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generators.spec import World
-from qa.model import CATEGORIES, NOT_POSSIBLE, Answer, Question
+from qa.model import CATEGORIES, NOT_POSSIBLE, TWIN_SUFFIX, Answer, Question
 from qa.prior import PriorError, PriorTable
 from qa.records import QuestionsError, find_in_file, generated_records
 from sgfs.errors import SgfsError
@@ -61,9 +61,6 @@ def _regenerated(
         if record.id == question_id:
             return record.question
     raise SgfsError(f"no question {question_id} among seed {seed_text}'s (wrong --per-type or --unanswerable?)")
-
-
-TWIN_SUFFIX = "-ambig"
 
 
 def read_evidence(question: Question, repo: Path) -> None:

@@ -12,18 +12,8 @@ from typing import TypeVar
 from generators.keys import Key
 from generators.spec import World
 from qa.clarify import CONDITIONS
-from qa.records import (
-    AskedQuestion,
-    QuestionRecord,
-    QuestionsError,
-    QuestionSource,
-    check_generated_for,
-    expand_variants,
-    generated_records,
-    load_asked_questions,
-    read_question_file,
-    variants_of,
-)
+from qa.records import AskedQuestion, QuestionsError, QuestionSource, load_asked_questions, twin_conditions
+from qa.records import parse_conditions as qa_parse_conditions
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import keyed_procedural
 
@@ -69,11 +59,10 @@ def parse_conditions(text: str | None) -> tuple[str, ...]:
     when not given."""
     if text is None:
         return CONDITIONS
-    names = [name.strip() for name in text.split(",")]
-    unknown = [name for name in names if name not in CONDITIONS]
-    if unknown or not names:
-        raise SgfsError(f"invalid --conditions {text!r}: expected names among {', '.join(CONDITIONS)}, e.g. full,ask")
-    return tuple(name for name in CONDITIONS if name in names)
+    try:
+        return qa_parse_conditions(text, "--conditions")
+    except QuestionsError as exc:
+        raise SgfsError(str(exc)) from None
 
 
 def load_twin_items(
@@ -85,53 +74,18 @@ def load_twin_items(
     world: World | None = None,
 ) -> list[PlannedItem]:
     """The items of ``--ambiguous``: for each ambiguous twin (in order) and variant, its full twin in ``full`` and
-    the twin in ``ambig`` and ``ask`` (those of ``conditions``). The questions are read from the file (which must
-    hold twins, each with its full twin) or generated with twins; anything else is an SgfsError."""
+    the twin in ``ambig`` and ``ask`` (those of ``conditions``; ``qa.records.twin_conditions``). The questions
+    are read from the file (which must hold twins, each with its full twin) or generated with twins; anything else
+    is an SgfsError."""
     try:
-        variants = variants_of(variant)
         counterfactual = world is not None and world.counterfactual
         mess = 0 if world is None else world.mess
-        if source.questions_file is not None:
-            records = read_question_file(source.questions_file)
-            check_generated_for(records, source.questions_file, counterfactual, mess)
-            where = source.questions_file
-        else:
-            from qa.generate import Options
-
-            options = Options(per_type=source.per_type, unanswerable=source.unanswerable, ambiguous=True)
-            factory = keyed_procedural(key, world)
-            records = generated_records(map(factory, source.seeds), options, on_repository)
-            where = "the generated questions"
-        return twin_items(records, variants, conditions, where)
+        factory = keyed_procedural(key, world)
+        asked = load_asked_questions(source, variant, factory, on_repository, counterfactual, mess, ambiguous=True)
+        where = source.questions_file or "the generated questions"
+        return [PlannedItem(item, condition) for item, condition in twin_conditions(asked, conditions, where)]
     except QuestionsError as exc:
         raise SgfsError(str(exc)) from None
-
-
-def twin_items(
-    records: Sequence[QuestionRecord], variants: Sequence[str], conditions: Sequence[str], where: str
-) -> list[PlannedItem]:
-    """See ``load_twin_items``; ``where`` names the questions in messages."""
-    by_id = {record.id: record for record in records}
-    twins = [record for record in records if record.question.ambiguity is not None]
-    if not twins:
-        raise QuestionsError(
-            f"{where} hold no ambiguous twins (no record has 'ambiguity'): make them with sgfs qa --ambiguous"
-        )
-    items: list[PlannedItem] = []
-    for twin in twins:
-        ambiguity = twin.question.ambiguity
-        assert ambiguity is not None
-        full = by_id.get(ambiguity.full_id)
-        if full is None:
-            raise QuestionsError(f"{where}: the full twin {ambiguity.full_id} of {twin.id} is missing")
-        if full.question.ambiguity is not None:
-            raise QuestionsError(f"{where}: the full twin {full.id} of {twin.id} is itself ambiguous")
-        pair = {"full": expand_variants([full], variants), "twin": expand_variants([twin], variants)}
-        for index in range(len(variants)):
-            for condition in conditions:
-                asked = pair["full" if condition == "full" else "twin"][index]
-                items.append(PlannedItem(asked, condition))
-    return items
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from qa.clarify import CONDITIONS, WITH_CHANNEL
+from qa.clarify import CONDITIONS, WITH_CHANNEL, calibration
 from qa.grading import VARIANTS, GradingRun
 from qa.metrics import summarize
 from qa.prior import PriorError
@@ -171,18 +171,6 @@ def _round(record: ResultRecord) -> int:
     repeat, and its condition (the twin is asked in two conditions, each with every wording)."""
     condition = 0 if record.condition is None else CONDITIONS.index(record.condition) + 1
     return record.repeat * (len(CONDITIONS) + 1) + condition
-
-
-def calibration(ask_rate_ambiguous: float | None, ask_rate_full: float | None) -> float | None:
-    """The calibration of asking (docs/eval.md): the harmonic mean of the ask rate on ambiguous items (``ask``)
-    and the rate of not asking on full ones, 1 − ``ask_rate_full``, as F1 is of precision and recall. 1 for an
-    agent that asks exactly when something is open; 0 when it never asks, or always asks; None when a rate is
-    undefined (a condition not run)."""
-    if ask_rate_ambiguous is None or ask_rate_full is None:
-        return None
-    restraint = 1.0 - ask_rate_full
-    total = ask_rate_ambiguous + restraint
-    return 0.0 if total == 0 else 2 * ask_rate_ambiguous * restraint / total
 
 
 def _share(flags: Sequence[bool], clusters: Sequence[str]) -> dict[str, Any]:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-import sys
 import threading
 import time
 from decimal import Decimal
@@ -68,15 +66,6 @@ def twin_records(path: Path) -> dict[str, dict[str, Any]]:
     """The twins of a questions file, by id."""
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return {r["id"]: r for r in records if "ambiguity" in r}
-
-
-@pytest.fixture(scope="session")
-def sgfs_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("bin")
-    wrapper = directory / "sgfs"
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sgfs "$@"\n')
-    wrapper.chmod(0o755)
-    return directory
 
 
 @pytest.fixture(autouse=True)

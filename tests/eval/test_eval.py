@@ -66,16 +66,6 @@ def questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def sgfs_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory with an `sgfs` that is this interpreter's sgfs, for agent command lines and scripts."""
-    directory = tmp_path_factory.mktemp("bin")
-    wrapper = directory / "sgfs"
-    wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m sgfs "$@"\n')
-    wrapper.chmod(0o755)
-    return directory
-
-
 @pytest.fixture(autouse=True)
 def agent_path(monkeypatch: pytest.MonkeyPatch, sgfs_bin: Path, tmp_path: Path) -> None:
     (tmp_path / "tmp").mkdir()

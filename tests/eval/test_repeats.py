@@ -10,7 +10,7 @@ import pytest
 
 from generators.spec import GENERATOR_VERSION
 from qa.model import QUESTION_FORMAT
-from tests.eval.test_eval import agent_path, questions, records_of, run_eval, sgfs_bin  # noqa: F401
+from tests.eval.test_eval import agent_path, questions, records_of, run_eval  # noqa: F401
 from tests.helpers.commands import one_line_error, sgfs
 from tests.helpers.mounts import require_fuse
 

@@ -15,16 +15,8 @@ from inspect_ai.dataset import Sample
 
 from generators.keys import Key
 from generators.spec import World
-from qa.clarify import CONDITIONS
-from qa.records import (
-    AskedQuestion,
-    QuestionsError,
-    QuestionSource,
-    expand_variants,
-    generated_records,
-    load_asked_questions,
-    variants_of,
-)
+from qa.records import AskedQuestion, QuestionsError, QuestionSource, load_asked_questions, twin_conditions
+from qa.records import parse_conditions as qa_parse_conditions
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import keyed_procedural
 
@@ -41,14 +33,9 @@ def load_questions(
     another world among them) are an SgfsError."""
     counterfactual = world is not None and world.counterfactual
     try:
-        if ambiguous and source.questions_file is None:
-            from qa.generate import Options
-
-            variants = variants_of(variant)  # checked before anything is generated
-            options = Options(per_type=source.per_type, unanswerable=source.unanswerable, ambiguous=True)
-            records = generated_records(map(keyed_procedural(key, world), source.seeds), options)
-            return expand_variants(records, variants)
-        return load_asked_questions(source, variant, keyed_procedural(key, world), counterfactual=counterfactual)
+        return load_asked_questions(
+            source, variant, keyed_procedural(key, world), counterfactual=counterfactual, ambiguous=ambiguous
+        )
     except QuestionsError as exc:
         message = str(exc).replace("add --counterfactual", "add -T counterfactual=true")
         raise SgfsError(message.replace("drop --counterfactual", "drop -T counterfactual=true")) from None
@@ -57,12 +44,10 @@ def load_questions(
 def parse_conditions(text: str) -> tuple[str, ...]:
     """The conditions a comma list names (``full,ambig,ask``), in the order of ``CONDITIONS``; an SgfsError
     when one is unknown or none is named."""
-    names = {name.strip() for name in text.split(",") if name.strip()}
-    unknown = sorted(names - set(CONDITIONS))
-    if unknown or not names:
-        shown = ", ".join(unknown) if unknown else repr(text)
-        raise SgfsError(f"conditions must be a comma list of {', '.join(CONDITIONS)}, got {shown}")
-    return tuple(name for name in CONDITIONS if name in names)
+    try:
+        return qa_parse_conditions(text, "conditions")
+    except QuestionsError as exc:
+        raise SgfsError(str(exc)) from None
 
 
 def _sample(item: AskedQuestion, condition: str | None = None, pair: str | None = None) -> Sample:
@@ -91,23 +76,18 @@ def to_samples(asked: Sequence[AskedQuestion]) -> list[Sample]:
 
 
 def condition_samples(asked: Sequence[AskedQuestion], conditions: Sequence[str]) -> list[Sample]:
-    """The twin pairs among ``asked`` in each of ``conditions``: for each ambiguous twin and wording, the full
-    twin's sample in ``full`` and the twin's in ``ambig`` and ``ask``. Questions without a twin are left out;
-    a twin whose full twin is missing, or no twin at all, is an SgfsError."""
-    by_key = {item.key: item for item in asked}
-    samples: list[Sample] = []
-    for item in asked:
-        ambiguity = item.question.ambiguity
-        if ambiguity is None:
-            continue
-        full = by_key.get((ambiguity.full_id, item.variant))
-        if full is None:
-            raise SgfsError(
-                f"question {item.id} is an ambiguous twin of {ambiguity.full_id}, which is not among the "
-                f"questions ({item.variant}): a questions file must hold both twins, as sgfs qa --ambiguous writes"
-            )
-        for condition in conditions:
-            samples.append(_sample(full if condition == "full" else item, condition, ambiguity.full_id))
-    if not samples:
-        raise SgfsError("no ambiguous twins among the questions: make them with sgfs qa --ambiguous")
-    return samples
+    """The twin pairs among ``asked`` in each of ``conditions`` (``qa.records.twin_conditions``): for each
+    ambiguous twin and wording, the full twin's sample in ``full`` and the twin's in ``ambig`` and ``ask``.
+    Questions without a twin are left out; a twin whose full twin is missing, or no twin at all, is an
+    SgfsError."""
+    try:
+        pairs = twin_conditions(asked, conditions, "the questions")
+    except QuestionsError as exc:
+        raise SgfsError(str(exc)) from None
+    return [_sample(item, condition, _pair(item)) for item, condition in pairs]
+
+
+def _pair(item: AskedQuestion) -> str:
+    """The twin pair of an item: the full twin's id (an item of the full twin is its own pair's)."""
+    ambiguity = item.question.ambiguity
+    return item.id if ambiguity is None else ambiguity.full_id

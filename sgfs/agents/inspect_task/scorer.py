@@ -22,7 +22,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from qa.clarify import CONDITIONS, wrong_target
+from qa.clarify import CONDITIONS, calibration, wrong_target
 from qa.grading import extract_answer, grade
 from qa.records import QuestionRecord
 from sgfs.agents.inspect_task.tools import ASK_KEY, exchange_of
@@ -116,9 +116,9 @@ def ask_rate() -> Metric:
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         rates = _by_condition(scores, "asked", "ask_rate")
-        if "ask_rate_full" in rates and "ask_rate_ask" in rates:
-            asked, held = rates["ask_rate_ask"], 1 - rates["ask_rate_full"]
-            rates["ask_calibration"] = 2 * asked * held / (asked + held) if asked + held else 0.0
+        found = calibration(rates.get("ask_rate_ask"), rates.get("ask_rate_full"))
+        if found is not None:
+            rates["ask_calibration"] = found
         return rates
 
     return compute
