@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
 import threading
 import time
 from decimal import Decimal
@@ -322,6 +324,54 @@ def test_over_asking_a_second_question_and_no_channel_in_ambig(tmp_path: Path, t
     summary = summary_of(out)
     assert summary["ask_rate"] == {"full": 1.0, "ambig": None, "ask": None} and summary["calibration"] is None
     assert "ask" not in summary["by_condition"]
+
+
+# Connects to the Unix socket named by its argument (from its directory: the path may be too long for an address),
+# sends one question and prints the reply.
+RAW_CLIENT = (
+    "import os, socket, sys; os.chdir(os.path.dirname(sys.argv[1])); c = socket.socket(socket.AF_UNIX); "
+    "c.settimeout(3); c.connect(os.path.basename(sys.argv[1])); c.sendall(b'Which statistic or file is meant?'); "
+    "c.shutdown(socket.SHUT_WR); print(c.recv(65536).decode())"
+)
+
+
+def test_attack_no_channel_in_ambig_and_one_question_past_the_client(tmp_path: Path, twins: Path) -> None:
+    """Attacks that must fail, by sandboxed agents running side by side (-j 4): in ambig, an agent searches the
+    whole visible filesystem for any Unix socket (another item's channel) and asks through every one it finds; in
+    ask, an agent skips $SGFS_ASK and speaks to its channel's socket directly, twice, to get a second answer."""
+    require_fuse()
+    python = shlex.quote(sys.executable)
+    agent = write_agent(
+        tmp_path / "attacker.sh",
+        f"client={shlex.quote(RAW_CLIENT)}\n"
+        'if [ -z "${SGFS_ASK:-}" ]; then\n'
+        "  got=none\n"
+        '  for s in $(timeout 120 find / \\( -path /proc -o -path /sys -o -path /dev -o -path "$PWD" \\) -prune '
+        "-o -type s -print 2>/dev/null); do\n"
+        f'    r=$({python} -I -c "$client" "$s" 2>/dev/null) && got="reached $s: $r"\n'
+        "  done\n"
+        "else\n"
+        '  sock="$(dirname "$SGFS_ASK")/ask.sock"\n'
+        f'  {python} -I -c "$client" "$sock" > /dev/null\n'
+        f'  got=$({python} -I -c "$client" "$sock")\n'
+        "fi\n"
+        'printf \'{"answer": "%s"}\\n\' "$(printf %s "$got" | tr -d \'"\\n\')" > "$SGFS_ANSWER_FILE"\n',
+    )
+    out = tmp_path / "attack"
+    result = run_eval("--questions", twins, "--ambiguous", "--conditions", "ambig,ask", "-j", 4, "--agent", agent,
+                      "--out", out)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "run.json").read_text())["sandbox"] is not None
+    clarification = {qid: r["ambiguity"]["clarification"] for qid, r in twin_records(twins).items()}
+    records = records_of(out)
+    assert {r["condition"] for r in records} == {"ambig", "ask"}
+    for record in records:
+        if record["condition"] == "ambig":
+            assert record["answer"] == "none", record  # no socket of any channel was reachable
+            assert not record["asked"]
+        else:
+            assert record["answer"] == ONE_QUESTION, record  # the second question, past the client: refused
+            assert record["asked"] and record["ask_reply"] == clarification[record["id"]]
 
 
 def test_a_sandboxed_agent_gets_the_clarification(tmp_path: Path, twins: Path) -> None:
