@@ -278,7 +278,13 @@ def _ambiguity_section(summary: RunSummary) -> list[str]:
         shown = f"{100 * found['difference']:+.1f} pts ({100 * found['low']:+.1f} to {100 * found['high']:+.1f})"
         differences.append([name.replace("-", " − "), str(found["items"]), str(found["pairs"]), shown])
     if differences:
-        lines += ["", *_table(["difference", "items", "twin pairs", "accuracy (paired 95 % interval)"], differences)]
+        lines += [
+            "",
+            "Paired differences of accuracy between conditions, over the items both hold (the same twin pair, wording "
+            "and repeat):",
+            "",
+            *_table(["difference", "items", "twin pairs", "accuracy (paired 95 % interval)"], differences),
+        ]
     score = metrics.get("calibration")
     lines += [
         "",
