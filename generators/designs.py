@@ -13,6 +13,7 @@ expected directions.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -42,6 +43,10 @@ SHARED_FILE = "shared.json"
 # Unit grammar: symbols joined by "/" or "·" (or "*"), each with an optional integer exponent ("m^2", "s^-1").
 _UNIT_TOKEN_RE = re.compile(r"([^\s/·*^]+)(?:\^(-?[1-9]))?\Z")
 TIMESTAMP_RESOLUTIONS = ("datetime", "date")
+SCALES = ("linear", "log")
+_MAX_DECADES = 3.0  # a log-scale outcome's spread: at most this many decades (sd of log10)
+MEASURE_SCOPES = ("row", "file")
+FIRST_YEAR, LAST_YEAR = 2015, 2024  # the years in which the builder starts a study
 
 
 class DesignError(ValueError):
@@ -64,6 +69,9 @@ class Measure:
     probs: tuple[float, ...] = ()
     signed: bool = False
     step: float | None = None  # continuous: values are whole multiples of this (a scale read in half points)
+    # A property of what a whole file records (a site's rainfall that day, a reactor's charge, a spectrum's map
+    # depth): drawn once per file and the same in every row, instead of once per row.
+    per_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,10 @@ class Outcome:
     # more than elementary workers): column -> ((level, effect), ...) for every level of the design. A categorical
     # cause without an entry has no expected order: its level effects are drawn at random.
     effects: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    # "log": a quantity that spans decades (a titre, a count of cells, a concentration): ``center`` is its typical
+    # (geometric mean) value, ``spread`` the standard deviation of its log10 in decades, and causes and noise act
+    # on its logarithm, so they multiply it. "linear" (default): ``spread`` in the outcome's unit.
+    scale: str = "linear"
 
     def level_effects(self, column: str) -> dict[str, float] | None:
         """The expected effect of each level of the categorical cause ``column``, or None when the design has none."""
@@ -132,6 +144,9 @@ class Design:
     factors: tuple[PathVariable, ...]  # experimental conditions with all their levels: they become path variables
     measures: tuple[Measure, ...]
     outcomes: tuple[Outcome, ...]
+    # The first year a study of this design can have run (a method or instrument named among its levels exists
+    # since then): the study starts in that year or later. 0: any year the generator draws (2015-2024).
+    since: int = 0
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -260,7 +275,7 @@ def _measure(o: _Obj) -> Measure:
     kind = o.data.get("type")
     column, name = o.text("column", COLUMN_RE), o.text("name")
     if kind == "categorical":
-        o.check_keys(("column", "name", "description", "type", "values", "probs"), ("unit",))
+        o.check_keys(("column", "name", "description", "type", "values", "probs"), ("unit", "per"))
         values = o.data["values"]
         probs = o.data["probs"]
         if not isinstance(values, list) or not 2 <= len(values) <= 8:
@@ -279,10 +294,15 @@ def _measure(o: _Obj) -> Measure:
             or abs(sum(probs) - 1.0) > 1e-6
         ):
             raise DesignError(f"{o.where}.probs: one positive probability per category, summing to 1")
-        return Measure(column, name, "", o.text("description"), "categorical", values=tuple(values), probs=tuple(probs))
+        return Measure(
+            column, name, "", o.text("description"), "categorical", values=tuple(values), probs=tuple(probs),
+            per_file=_per_file(o),
+        )  # fmt: skip
     if kind not in ("continuous", "integer"):
         raise DesignError(f"{o.where}.type: expected continuous, integer or categorical")
-    o.check_keys(("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed", "step"))
+    o.check_keys(
+        ("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed", "step", "per")
+    )
     table = CONTINUOUS_DISTRIBUTIONS if kind == "continuous" else INTEGER_DISTRIBUTIONS
     dist = o.text("dist")
     if dist not in table:
@@ -299,10 +319,18 @@ def _measure(o: _Obj) -> Measure:
         raise DesignError(f"{o.where}.step: only a continuous measure has a step (an integer one has step 1)")
     measure = Measure(
         column, name, unit, o.text("description"), kind, dist, params, o.decimals() if kind == "continuous" else None,
-        signed=signed, step=o.step(),
+        signed=signed, step=o.step(), per_file=_per_file(o),
     )  # fmt: skip
     _sane_law(measure, o.where)
     return measure
+
+
+def _per_file(o: _Obj) -> bool:
+    """``"per": "file"``: one value per file; ``"row"`` (default): one per row."""
+    scope = o.data.get("per", "row")
+    if scope not in MEASURE_SCOPES:
+        raise DesignError(f"{o.where}.per: expected one of {', '.join(MEASURE_SCOPES)}")
+    return bool(scope == "file")
 
 
 def _looks_numeric(text: str) -> bool:
@@ -330,17 +358,38 @@ def _outcome(o: _Obj) -> Outcome:
     if "formula" in o.data:
         return _derived(o)
     o.check_keys(
-        ("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"), ("decimals", "step")
+        ("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"),
+        ("decimals", "step", "scale"),
     )
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
     assert center is not None and spread is not None
+    scale = o.text("scale") if "scale" in o.data else "linear"
+    if scale not in SCALES:
+        raise DesignError(f"{o.where}.scale: expected one of {', '.join(SCALES)}")
     if spread <= 0:
         raise DesignError(f"{o.where}.spread: must be positive")
-    if low is not None and center - spread < low:
-        raise DesignError(f"{o.where}: center - spread falls below min")
-    if high is not None and center + spread > high:
-        raise DesignError(f"{o.where}: center + spread exceeds max")
+    typical_low, typical_high = center - spread, center + spread
+    if scale == "log":
+        if center <= 0:
+            raise DesignError(f"{o.where}.center: a log-scale outcome needs a positive typical value")
+        if spread > _MAX_DECADES:
+            raise DesignError(f"{o.where}.spread: a log-scale spread is in decades (sd of log10), at most 3")
+        typical_low, typical_high = center / 10**spread, center * 10**spread
+    if low is not None and typical_low < low:
+        raise DesignError(
+            f"{o.where}: center - spread falls below min" + (" (center / 10^spread)" if scale == "log" else "")
+        )
+    if high is not None and typical_high > high:
+        raise DesignError(
+            f"{o.where}: center + spread exceeds max" + (" (center * 10^spread)" if scale == "log" else "")
+        )
+    step = o.step()
+    if step is not None and step > typical_high - typical_low:
+        raise DesignError(
+            f"{o.where}.step: {step:g} is coarser than the typical range (center ± spread): the values would collapse "
+            "onto one or two steps"
+        )
     parents = o.data["parents"]
     if not isinstance(parents, dict) or not 1 <= len(parents) <= 4:
         raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
@@ -359,7 +408,7 @@ def _outcome(o: _Obj) -> Outcome:
     _unit_ok(unit, o.where)
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
-        o.decimals(), tuple(directions), step=o.step(), effects=tuple(effects),
+        o.decimals(), tuple(directions), step=step, effects=tuple(effects), scale=scale,
     )  # fmt: skip
 
 
@@ -397,18 +446,31 @@ def _derived(o: _Obj) -> Outcome:
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
     if low is not None and high is not None and low >= high:
         raise DesignError(f"{o.where}: min must be below max")
+    step = o.step()
+    if (
+        step is not None
+        and low is not None
+        and high is not None
+        and math.floor(high / step) - math.ceil(low / step) < 1
+    ):
+        raise DesignError(f"{o.where}.step: fewer than two multiples of {step:g} lie between min and max")
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
     # center and spread describe a hypothesised response; a definition's values follow from its inputs.
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), 0.0, 0.0, low, high,
-        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=o.step(),
+        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=step,
     )  # fmt: skip
 
 
 def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
-    o.check_keys(("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"), ("timestamp",))
+    o.check_keys(
+        ("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"), ("timestamp", "since")
+    )
+    since = o.data.get("since", 0)
+    if isinstance(since, bool) or not isinstance(since, int) or not (since == 0 or FIRST_YEAR < since <= LAST_YEAR):
+        raise DesignError(f"{where}.since: expected a year from {FIRST_YEAR + 1} to {LAST_YEAR}")
     identifiers = []
     for item in o.items("identifiers", 1, 2):
         item.check_keys(("column", "name", "prefix", "description"))
@@ -433,6 +495,7 @@ def _design(field: str, data: object, where: str) -> Design:
         factors=tuple(_factor(f) for f in o.items("factors", 3, 6)),
         measures=tuple(_measure(m) for m in o.items("measures", 3, 8)),
         outcomes=tuple(_outcome(y) for y in o.items("outcomes", 2, 8)),
+        since=since,
     )
     _cross_checks(design, where)
     return design

@@ -205,6 +205,14 @@ def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray
     raise ValueError(f"unknown distribution {kind!r}")
 
 
+def draw_independent(variable: Variable, stream: Stream, n: int) -> FloatArray | IntArray:
+    """An independent numeric column of ``n`` rows: one draw per row, or one for the file (``per_file``)."""
+    if variable.per_file:
+        one = sample_independent(variable, stream, 1)
+        return np.repeat(one, n)  # type: ignore[return-value]  # the dtype of ``one`` is kept
+    return sample_independent(variable, stream, n)
+
+
 @dataclass(frozen=True)
 class _Step:
     """How one column is drawn: what depends only on the spec, prepared once per spec."""
@@ -273,6 +281,8 @@ def _draws(variable: Variable) -> tuple[float, int]:
         return (0.0, 0)  # one scalar draw
     if variable.role == "dependent":
         return (2.0, 0)  # the noise: one normal
+    if variable.per_file:
+        return (0.0, 0)  # one value for the whole file: drawn as usual
     distribution = variable.distribution
     if distribution is None:
         return (1.0, 0)  # datetime offsets, categorical codes
@@ -308,13 +318,13 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="D" if by_day else "s").tolist()
             columns.append(Column(variable.column, "datetime", seconds, text))
         elif variable.type == "categorical":
-            codes = sub.from_cdf(step.cdf, n)
+            codes = sub.from_cdf(step.cdf, n) if not variable.per_file else np.repeat(sub.from_cdf(step.cdf, 1), n)
             if step.read:
                 env[variable.column] = expr.Categorical(codes, variable.categories)
             labels = step.labels[codes]
             columns.append(Column(variable.column, "categorical", labels, labels.tolist()))
         elif variable.type == "integer":
-            ints = np.asarray(sample_independent(variable, sub, n), dtype=np.int64)
+            ints = np.asarray(draw_independent(variable, sub, n), dtype=np.int64)
             if step.read:
                 env[variable.column] = ints.astype(np.float64)
             columns.append(Column(variable.column, "integer", ints, integer_texts(ints)))
@@ -329,8 +339,10 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
         assert variable.expression is not None
         raw = expr.evaluate(variable.expression, env, n)
         raw += sub.normal(0.0, variable.noise_sd, n)
+        if variable.scale == "log":  # the expression and the noise are the value's natural log
+            raw = np.exp(np.minimum(raw, 700.0))
     else:
-        raw = np.asarray(sample_independent(variable, sub, n), dtype=np.float64)
+        raw = np.asarray(draw_independent(variable, sub, n), dtype=np.float64)
     if not np.isfinite(raw).all():
         raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
     if variable.role == "dependent":
@@ -379,11 +391,11 @@ def _days(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: i
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
-    """Sorted measurement times within working hours: of the file's date, else of days across the study."""
+    """Sorted measurement times within the working hours of one day: the file's date, else a day of the study
+    drawn per file (a file of readings is one session: a PUF characterisation or a sensor log does not run for
+    months, and a site's weather that day is one value)."""
     if "date" in values:
-        base = _epoch_seconds(str(values["date"])) + _WORKDAY_START
-        return base + np.sort(stream.integers(0, _WORKDAY_SECONDS, n))
-    # One draw over the study's working time: day = offset // the working day, time = the rest after 08:00.
-    offsets = np.sort(stream.integers(0, _STUDY_DAYS * _WORKDAY_SECONDS, n))
-    days, seconds = np.divmod(offsets, _WORKDAY_SECONDS)
-    return _epoch_seconds(spec.start_date) + days * _DAY_SECONDS + _WORKDAY_START + seconds
+        day = _epoch_seconds(str(values["date"]))
+    else:
+        day = _epoch_seconds(spec.start_date) + int(stream.integers(0, _STUDY_DAYS, 1)[0]) * _DAY_SECONDS
+    return day + _WORKDAY_START + np.sort(stream.integers(0, _WORKDAY_SECONDS, n))

@@ -11,6 +11,7 @@ those variables and state the design's hypotheses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from generators import expr
 from generators.builders import text
 from generators.data_files import Field, names, taxonomy
-from generators.designs import Design, Measure, Outcome, designs
+from generators.designs import FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs
 from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
@@ -80,7 +81,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     design = designs()[(field.name, context.subdomain)]
     context = replace(context, topic=design.topic, record=design.record)
     extension = rs.child("extension").pick(EXTENSIONS)
-    start = date(2015, 1, 1) + timedelta(days=rs.child("start").randint(0, 3650))
+    start = _start_date(design, rs.child("start"))
 
     placement = rs.child("template")
     specials = [s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)]
@@ -145,6 +146,15 @@ def _context(rs: Stream) -> tuple[Context, Field]:
     domain = rs.pick(field.domains)
     sub = rs.pick(domain.subdomains)
     return Context(field.name, domain.name, sub.name, sub.description), field
+
+
+def _start_date(design: Design, rs: Stream) -> date:
+    """The study's first day: within the ten years from 2015, or from the design's ``since`` year to the end of
+    2024 (a study of a method published in 2023 does not start in 2016)."""
+    if not design.since:
+        return date(FIRST_YEAR, 1, 1) + timedelta(days=rs.randint(0, 3650))
+    first = date(design.since, 1, 1)
+    return first + timedelta(days=rs.randint(0, (date(LAST_YEAR, 12, 31) - first).days))
 
 
 def _component_sizes(rs: Stream) -> list[int]:
@@ -254,14 +264,17 @@ def _variables(
 
 
 def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measure], list[Outcome]]:
-    """Most of the design's measures and at least two of its outcomes (in causal order), each outcome with at
-    least one of its causes present (a missing measure cause is added). A derived outcome (a formula) needs every
-    input: a missing measure is added; one that needs a condition this repository does not vary, or an outcome
-    not chosen, is left out."""
+    """Most of the design's measures and at least two of its outcomes (in causal order, the design's first outcome
+    among them when it can be), each outcome with at least one of its causes present (a missing measure cause is
+    added). A derived outcome (a formula) needs every input: a missing measure is added; one that needs a condition
+    this repository does not vary, or an outcome not chosen, is left out."""
     n = len(design.measures)
     kept = set(rs.sample(list(range(n)), rs.randint(max(2, (n + 1) // 2), n)))
     n_out = rs.randint(min(2, len(design.outcomes)), len(design.outcomes))
     wanted = set(rs.sample(list(range(len(design.outcomes))), n_out))
+    # The design's first outcome is what a study of the subdomain is about (methylation in an epigenetics study,
+    # D_l in a CMB one): every repository records it when the conditions it needs are varied.
+    wanted.add(0)
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
     present = {pv.column for pv in spec.path_variables}
     outcomes: list[Outcome] = []
@@ -296,8 +309,9 @@ def _repository_formula(formula: str, spec: Spec) -> str:
 def _measure_variable(m: Measure) -> Variable:
     if m.type == "categorical":
         return Variable(
-            m.name, m.column, "independent", "categorical", m.description, categories=m.values, probs=m.probs
-        )
+            m.name, m.column, "independent", "categorical", m.description, categories=m.values, probs=m.probs,
+            per_file=m.per_file,
+        )  # fmt: skip
     assert m.params is not None
     return Variable(
         m.name,
@@ -309,6 +323,7 @@ def _measure_variable(m: Measure) -> Variable:
         distribution=Distribution(m.dist, dict(m.params)),
         decimals=m.decimals,
         step=m.step,
+        per_file=m.per_file,
     )
 
 
@@ -362,6 +377,8 @@ class _Reference:
         else:
             assert variable.expression is not None
             values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(0, variable.noise_sd, self.n)
+            if variable.scale == "log":
+                values = np.exp(np.minimum(values, 700.0))
             low, high = variable.bounds
             values = fold(values, -1e15 if low is None else low, 1e15 if high is None else high)
             self._numeric(variable.column, variable.name, values)
@@ -384,6 +401,8 @@ def _dependent(
     outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[Variable, list[_Term]]:
     center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
+    if outcome.scale == "log":  # causes and noise act on the natural log: center is the geometric mean, spread decades
+        center, spread = math.log(center), spread * math.log(10.0)
     if outcome.derived:  # a definition, not a hypothesis: no terms to state or to turn around
         return Variable(
             outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
@@ -431,6 +450,7 @@ def _dependent(
         bounds=(low, high),
         decimals=outcome.decimals,
         step=outcome.step,
+        scale=outcome.scale,
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
 

@@ -23,6 +23,7 @@ class TermLike(Protocol):
     direction: int  # the design's expected direction
     shape: str
     nuisance: bool
+    cause: str  # the driving column or placeholder ("" for an interaction)
     levels: tuple[str, ...]  # categorical cause with expected effects: its (highest, lowest) level; () otherwise
 
 
@@ -42,11 +43,14 @@ _TITLES = (
     "Predicting {y} from {a} in {area}",
     "Sensitivity of {y} to {a}",
 )
+# Words for the kind of study that hold whatever the design: every repository compares conditions in replicated
+# files; "factorial" needs two crossed conditions. ("laboratory" for radar scans, "observational" for a manipulated
+# design and "longitudinal" for a one-visit record were claims the data could contradict.)
 _DESIGNS = {
-    "lab": ("controlled", "laboratory", "factorial", "replicated", "bench-scale", "systematic"),
-    "life": ("controlled", "replicated", "longitudinal", "randomised", "multi-site", "factorial"),
-    "social": ("survey", "longitudinal", "cross-sectional", "multi-site", "panel", "observational"),
-    "compute": ("benchmark", "simulation", "controlled", "replicated", "systematic", "factorial"),
+    "lab": ("comparative", "replicated", "systematic", "factorial"),
+    "life": ("comparative", "replicated", "systematic", "factorial"),
+    "social": ("comparative", "systematic", "factorial"),
+    "compute": ("benchmark", "comparative", "systematic", "factorial"),
 }
 _OPENERS = (
     "Quantitative data on {y} in {area} remain scarce.",
@@ -149,8 +153,9 @@ def verb_ending(name: str) -> str:
     return "" if plural else "s"
 
 
-def hypothesis(outcome: Variable, term: TermLike, rs: Stream) -> str:
-    """One sentence stating the expected effect of the term's cause on ``outcome``."""
+def hypothesis(outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0) -> str:
+    """One sentence stating the expected effect of the term's cause on ``outcome``; ``n_levels``: how many levels
+    the cause has when it is a condition of the paths (0 otherwise)."""
     y, s = outcome.name, verb_ending(outcome.name)
     if term.shape == "interaction":
         a, b = term.source.split("|", 1)
@@ -162,6 +167,8 @@ def hypothesis(outcome: Variable, term: TermLike, rs: Stream) -> str:
         return f"{cap(y)} {be} expected to be highest for {x} {high} and lowest for {x} {low}."
     if term.shape == "categorical":
         return f"{cap(y)} differ{s} between levels of {x}."
+    if term.shape == "optimum" and 0 < n_levels < 3:  # two levels cannot show an optimum
+        return f"{cap(y)} differ{s} between the {x} levels tested."
     if term.shape == "optimum":
         return f"{cap(y)} peak{s} at an intermediate {x}."
     key = (term.shape, term.direction)
@@ -188,7 +195,8 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     area = lower_name(spec.context.subdomain)
     topic = data_topic(spec.context.topic or area)
     record = spec.context.record or "record"
-    design = rs.pick(_DESIGNS[_design_kind(spec)])
+    kinds = _DESIGNS[_design_kind(spec)]
+    design = rs.pick(kinds if len(conditions) >= 2 else tuple(k for k in kinds if k != "factorial"))
     title = rs.pick(titles).format(
         a=a,
         b=b,
@@ -204,13 +212,18 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         Design_a=cap(with_article(design)),
     )
     year = spec.start_date[:4]
-    slug_words = re.findall(r"[a-z0-9]+", f"{topic} {outcomes[0].column if outcomes else ''}".lower())[:5]
+    words = re.findall(r"[a-z0-9]+", f"{topic} {outcomes[0].column if outcomes else ''}".lower())
+    slug_words = list(dict.fromkeys(words))[:5]  # "looking-time-s", not "looking-time-looking-time"
     repo_name = "-".join([*slug_words, year])
 
     stated = [t for t in terms if not t.nuisance]
     text_rs = rs.child("hypotheses")
+    n_levels = {c.column: len(c.values) for c in conditions}
     hypotheses = tuple(
-        dict.fromkeys(hypothesis(spec.variable(t.outcome), t, text_rs.child(i)) for i, t in enumerate(stated))
+        dict.fromkeys(
+            hypothesis(spec.variable(t.outcome), t, text_rs.child(i), n_levels.get(t.cause, 0))
+            for i, t in enumerate(stated)
+        )
     ) or (f"{cap(y)} var{'ies' if verb_ending(y) else 'y'} with {a}.",)
 
     placeholders = spec.template.placeholders
@@ -235,8 +248,8 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     )
     people = f"{len(spec.researchers)} researchers" if spec.researchers else "the project team"
     setup = (
-        f"Data were collected by {people} starting {spec.start_date}. Each file holds one run: about "
-        f"{int(spec.params.rows_mean)} rows, one per {record}, with the columns "
+        f"Data were collected by {people} starting {spec.start_date}. Each file holds the records of one "
+        f"combination of conditions: about {int(spec.params.rows_mean)} rows, one per {record}, with the columns "
         f"{and_list([v.column for v in spec.variables])}, stored as .{spec.extension} files in folders named by "
         f"{and_list(list(placeholders))}."
     )
@@ -254,7 +267,8 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     abstract = (
         f"{opener} "
         f"In this {design} study we measured {measured} across {cond_text or 'a range of conditions'}. "
-        f"We expected that {uncap(finding)}. "
-        f"We release the raw {topic} data, one file per run, so that the effects of {a} and {b} can be re-analysed."
+        + (f"{finding}. " if " expected " in f" {finding} " else f"We expected that {uncap(finding)}. ")
+        + f"We release the raw {topic} data, one file per combination of conditions, so that the effects of {a} "
+        f"and {b} can be re-analysed."
     )
     return Project(title=title, repo_name=repo_name[:80], description=description, abstract=abstract)

@@ -39,8 +39,12 @@ def test_designs_are_sane() -> None:
             assert outcome.parents, outcome.column
             if outcome.derived:  # a definition: its values follow from its inputs
                 continue
-            assert outcome.low is None or outcome.low <= outcome.center - outcome.spread
-            assert outcome.high is None or outcome.center + outcome.spread <= outcome.high
+            low, high = outcome.center - outcome.spread, outcome.center + outcome.spread
+            if outcome.scale == "log":  # center is a geometric mean, spread in decades
+                assert outcome.center > 0 and 0 < outcome.spread <= 3, outcome.column
+                low, high = outcome.center / 10**outcome.spread, outcome.center * 10**outcome.spread
+            assert outcome.low is None or outcome.low <= low, outcome.column
+            assert outcome.high is None or high <= outcome.high, outcome.column
         for factor in design.factors:
             assert len(set(factor.values)) == len(factor.values) >= 3
 
