@@ -339,8 +339,8 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
         assert variable.expression is not None
         raw = expr.evaluate(variable.expression, env, n)
         raw += sub.normal(0.0, variable.noise_sd, n)
-        if variable.scale == "log":  # the expression and the noise are the value's natural log
-            raw = np.exp(np.minimum(raw, 700.0))
+        if variable.scale == "log":
+            raw = from_log(raw)
     else:
         raw = np.asarray(draw_independent(variable, sub, n), dtype=np.float64)
     if not np.isfinite(raw).all():
@@ -365,6 +365,11 @@ def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column
         return Column.deferred(variable.column, raw, spec.params.sig_digits)
     env[variable.column] = rounded
     return Column(variable.column, "continuous", rounded, text)
+
+
+def from_log(log_values: FloatArray) -> FloatArray:
+    """A log-scale column's values from their natural logs (expression + noise), capped below the largest double."""
+    return np.exp(np.minimum(log_values, 700.0))
 
 
 def fold(raw: FloatArray, low: float, high: float) -> FloatArray:

@@ -40,7 +40,7 @@ from generators.spec import (
     expression_scope,
     validate,
 )
-from generators.synth import fold, sample_independent
+from generators.synth import fold, from_log, sample_independent
 
 REFERENCE_ROWS = 256
 _SPECIAL_RANK = {"researcher": 0.0, "date": 0.6, "seq_number": 2.2}
@@ -378,7 +378,7 @@ class _Reference:
             assert variable.expression is not None
             values = expr.evaluate(variable.expression, self.env, self.n) + self.rs.normal(0, variable.noise_sd, self.n)
             if variable.scale == "log":
-                values = np.exp(np.minimum(values, 700.0))
+                values = from_log(values)
             low, high = variable.bounds
             values = fold(values, -1e15 if low is None else low, 1e15 if high is None else high)
             self._numeric(variable.column, variable.name, values)
