@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from generators import expr
+from generators import clock, expr
 from generators.spec import (
     CATEGORY_RE,
     COLUMN_RE,
@@ -131,6 +131,12 @@ class Timestamp:
     # "datetime": a time of day (instrument logs, sensor readings); "date": the day only, for records that take
     # longer than a few minutes (interviews, scans, field visits), so no row claims a time a day cannot hold.
     resolution: str = "datetime"
+    # How records follow one another in time (generators.clock): "interval" (a logger's grid), "session" (people,
+    # one record after another in working hours), "run" (an instrument's sequence around the clock), "events"
+    # (unscheduled arrivals), each with `every` seconds; "random" with 0: uniform times in the working day (a
+    # design that names no clock).
+    clock: str = "random"
+    every: int = 0
 
 
 @dataclass(frozen=True)
@@ -463,6 +469,27 @@ def _derived(o: _Obj) -> Outcome:
     )  # fmt: skip
 
 
+def _clock(t: _Obj, resolution: str) -> tuple[str, int]:
+    """A timestamp's time model: ``clock`` and ``every`` ("45min") come together; neither is the random clock."""
+    if ("clock" in t.data) != ("every" in t.data):
+        raise DesignError(f"{t.where}: 'clock' and 'every' come together")
+    if "clock" not in t.data:
+        return "random", 0
+    name = t.text("clock")
+    if name == "random":
+        raise DesignError(
+            f"{t.where}.clock: name interval, session, run or events (leave both keys out for random times)"
+        )
+    try:
+        every = clock.parse_every(t.text("every"))
+    except ValueError as error:
+        raise DesignError(f"{t.where}.every: {error}") from None
+    problem = clock.cadence_problem(name, every, resolution)
+    if problem is not None:
+        raise DesignError(f"{t.where}: {problem}")
+    return name, every
+
+
 def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
     o.check_keys(
@@ -480,11 +507,14 @@ def _design(field: str, data: object, where: str) -> Design:
     timestamp = None
     if "timestamp" in o.data:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
-        t.check_keys(("column", "name", "description"), ("resolution",))
+        t.check_keys(("column", "name", "description"), ("resolution", "clock", "every"))
         resolution = t.text("resolution") if "resolution" in t.data else "datetime"
         if resolution not in TIMESTAMP_RESOLUTIONS:
             raise DesignError(f"{where}.timestamp.resolution: expected one of {', '.join(TIMESTAMP_RESOLUTIONS)}")
-        timestamp = Timestamp(t.text("column", COLUMN_RE), t.text("name"), t.text("description"), resolution)
+        clock_name, every = _clock(t, resolution)
+        timestamp = Timestamp(
+            t.text("column", COLUMN_RE), t.text("name"), t.text("description"), resolution, clock_name, every
+        )
     design = Design(
         field=field,
         subdomain=o.text("subdomain"),

@@ -16,15 +16,15 @@ from datetime import date
 import numpy as np
 import numpy.typing as npt
 
-from generators import expr, numfmt
+from generators import clock, expr, numfmt
 from generators.rng import Stream, prefetch_uniforms, root_stream
 from generators.spec import Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-_DAY_SECONDS = 86_400
-_WORKDAY_START = 8 * 3600
-_WORKDAY_SECONDS = 10 * 3600
+_DAY_SECONDS = clock.DAY
+_WORKDAY_START = clock.WORKDAY_START
+_WORKDAY_SECONDS = clock.WORKDAY_SECONDS
 _STUDY_DAYS = 365
 _EPOCH = date(1970, 1, 1)
 # numfmt's whole-array formatting has a fixed cost per call: it pays only for long columns.
@@ -312,7 +312,14 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
             columns.append(Column(variable.column, "string", np.array(ids, dtype=object), ids))
         elif variable.role == "datetime":
             by_day = variable.type == "date"
-            seconds = _days(spec, values, sub, n) if by_day else _timestamps(spec, values, sub, n)
+            if variable.clock != "random":
+                seconds = _clocked(spec, variable, values, sub, n)
+                if by_day:
+                    seconds = seconds // _DAY_SECONDS * _DAY_SECONDS
+            elif by_day:
+                seconds = _days(spec, values, sub, n)
+            else:
+                seconds = _timestamps(spec, values, sub, n)
             if step.read:
                 env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="D" if by_day else "s").tolist()
@@ -393,6 +400,17 @@ def _days(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: i
         return np.full(n, _epoch_seconds(str(values["date"])), dtype=np.int64)
     offsets = stream.integers(0, _STUDY_DAYS, n)
     return _epoch_seconds(spec.start_date) + np.sort(offsets) * _DAY_SECONDS
+
+
+def _clocked(spec: Spec, variable: Variable, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:
+    """The file's record times under the column's clock, from the path's date or a day of the study drawn per
+    file (generators.clock)."""
+    if "date" in values:
+        first_day, dated = _epoch_seconds(str(values["date"])) // _DAY_SECONDS, True
+    else:
+        first_day = _epoch_seconds(spec.start_date) // _DAY_SECONDS + int(stream.integers(0, _STUDY_DAYS, 1)[0])
+        dated = False
+    return clock.record_times(variable.clock, variable.every, first_day, stream, n, dated=dated)
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:

@@ -232,6 +232,13 @@ def _flips(terms: list[_Term], rs: Stream) -> dict[tuple[str, str], int]:
     return {(o, c): d for o, c, d in chosen}
 
 
+def _clock_of(design: Design) -> dict[str, Any]:
+    """The design's time model for its timestamp column (random times where the design names none)."""
+    if design.timestamp is None:
+        return {}
+    return {"clock": design.timestamp.clock, "every": design.timestamp.every}
+
+
 def _variables(
     spec: Spec, design: Design, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[list[Variable], list[_Term]]:
@@ -245,7 +252,7 @@ def _variables(
         column, label, description = rs.pick(_DATETIME_NAMES)
     variables = [
         Variable(ident.name, ident.column, "identifier", "string", ident.description, prefix=ident.prefix),
-        Variable(label, column, "datetime", kind, description),
+        Variable(label, column, "datetime", kind, description, **_clock_of(design)),
     ]
     measures, outcomes = _choose_columns(spec, design, rs)
     independents = [_measure_variable(m) for m in measures]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from generators import clock
 from generators.packs import check_untrusted
 from generators.spec import (
     CONTINUOUS_DISTRIBUTIONS,
@@ -165,7 +166,24 @@ def assemble(base: Spec, text: str) -> Spec:
             raise SpecError(f"template.{key}: unknown field")
     data = base.to_dict()
     data.update({key: draft[key] for key in DRAFT_KEYS})
+    _inherit_clock(base, data["variables"])
     data["template"] = {**template, "date_format": base.template.date_format, "seq_width": base.template.seq_width}
     spec = from_dict(data)
     check_untrusted(spec)
     return spec
+
+
+def _inherit_clock(base: Spec, variables: object) -> None:
+    """A drafted datetime column without a clock takes the design's (the base spec's) where it fits the draft's
+    resolution: the model writes names and laws, the time model of the subdomain's records is data."""
+    if not isinstance(variables, list):
+        return  # from_dict names the problem
+    timed = next((v for v in base.variables if v.role == "datetime" and v.clock != "random"), None)
+    if timed is None:
+        return
+    for variable in variables:
+        if not isinstance(variable, dict) or variable.get("role") != "datetime" or "clock" in variable:
+            continue
+        resolution = "date" if variable.get("type") == "date" else "datetime"
+        if clock.cadence_problem(timed.clock, timed.every, resolution) is None:
+            variable["clock"], variable["every"] = timed.clock, timed.every

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from generators.builders.procedural import build_spec
 from generators.data_files import taxonomy
 from generators.designs import DesignError, check_files, designs, load_file, parse_unit, shared_columns
 
@@ -160,3 +161,34 @@ def test_measure_designs_script_meets_the_issue_thresholds() -> None:
     assert "same subdomain" in result.stdout and "other domain" in result.stdout
     bad = _script("measure_designs.py", "--seeds", "5-1")
     assert bad.returncode == 2 and "end is below the start" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_review_sample_script_shows_what_an_agent_sees(tmp_path: Path) -> None:
+    """The reviewer's packets: the drawn seeds, each with its subdomain, tree, README and the head of two files."""
+    out = tmp_path / "review"
+    result = _script(
+        "review_sample.py", "--seeds", "1-40", "--count", "3", "--draw", "7", "--rows", "2", "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    seeds = [int(s) for s in (out / "seeds.txt").read_text().split()]
+    assert len(seeds) == 3 and seeds == sorted(seeds) and all(1 <= s <= 40 for s in seeds)
+    again = _script("review_sample.py", "--seeds", "1-40", "--count", "3", "--draw", "7", "--rows", "2")
+    assert again.returncode == 0 and again.stdout == "".join((out / f"{s}.txt").read_text() + "\n" for s in seeds)
+    for seed in seeds:
+        text = (out / f"{seed}.txt").read_text()
+        spec = build_spec(seed)
+        assert text.startswith(
+            f"# seed {seed}: {spec.context.field} / {spec.context.domain} / {spec.context.subdomain}"
+        )
+        assert "## tree (" in text and ("## README.md" in text or "## no README.md" in text)
+        identifier = next(v.column for v in spec.variables if v.role == "identifier")
+        assert text.count("rows; the first") in (1, 2) and identifier in text.split("rows; the first")[1]
+    excluded = _script("review_sample.py", "--seeds", "1-4", "--exclude", "1-3", "--count", "1", "--rows", "1")
+    assert excluded.returncode == 0 and excluded.stdout.startswith("# seed 4:")
+    for args, message in [
+        (("--seeds", "5-1"), "end is below the start"),
+        (("--seeds", "1-3", "--count", "4"), "--count must be between 1 and 3"),
+        (("--seeds", "1-3", "--rows", "0", "--count", "1"), "--rows must be at least 1"),
+    ]:
+        bad = _script("review_sample.py", *args)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr

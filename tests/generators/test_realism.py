@@ -18,6 +18,7 @@ from generators.designs import DesignError, Outcome, designs
 from generators.repository import Repository
 from generators.spec import Params, Spec, SpecError, from_json, validate
 from generators.synth import to_steps
+from tests.generators.clock_checks import assert_follows_clock
 from tests.generators.design_fixture import fixture_file, load_fixture
 
 SEEDS = range(1, 201)
@@ -232,20 +233,18 @@ def _timed(spec: Spec) -> bool:
     return any(v.role == "datetime" and v.type == "datetime" for v in spec.variables)
 
 
-def test_times_of_day_fall_within_working_hours_of_one_session_day() -> None:
-    """A file without a date in its path is one session: its records fall on one day of the study, each between
-    08:00 and 18:00 (an interview or a lab reading at 03:51 is not believed, nor a readout session spanning
-    months); different files fall on different days."""
+def test_undated_files_start_on_days_drawn_per_file_and_follow_their_clock() -> None:
+    """A file without a date in its path starts on a day of the study drawn for it (different files, different
+    days), and its records follow the design's clock from there (tests/generators/test_clock.py has each clock's
+    rules: sessions in working hours on working days, intervals on the grid, runs back to back)."""
     undated = [s for s in _specs() if "date" not in s.template.placeholders and _timed(s)]
     assert len(undated) >= 10
     for spec in undated[:15]:
         repo = Repository(spec)
+        variable = next(v for v in spec.variables if v.role == "datetime")
         days = set()
         for path in repo.data_paths()[:6]:
-            table = repo.table(path)
-            stamps = [datetime.fromisoformat(t) for t in next(c for c in table.columns if c.type == "datetime").text]
-            assert all(8 <= t.hour < 18 for t in stamps), spec.seed
-            assert stamps == sorted(stamps)
-            assert len({t.date() for t in stamps}) == 1, spec.seed
-            days.add(stamps[0].date())
-        assert len(days) >= 3, spec.seed
+            texts = repo.table(path).column(variable.column).text
+            assert_follows_clock(variable, texts)
+            days.add(datetime.fromisoformat(texts[0]).date())
+        assert len(days) >= min(3, len(repo.data_paths()[:6])), spec.seed

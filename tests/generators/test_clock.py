@@ -1,0 +1,285 @@
+"""Generator version 9 (issue 24): the time model of a datetime column. Records of a logger fall on the clock's grid,
+records that people take follow one another in working hours on working days, an instrument's runs follow one
+another day and night. Each test reads the times as the files write them."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from generators import clock
+from generators.builders import procedural
+from generators.designs import DesignError, designs
+from generators.llm.draft import assemble, draft_of
+from generators.repository import Repository
+from generators.rng import Stream, root_stream
+from generators.spec import Spec, SpecError, Variable, from_dict, from_json, validate
+from tests.generators.clock_checks import assert_follows_clock
+from tests.generators.design_fixture import fixture_file, load_fixture
+
+_EPOCH = date(1970, 1, 1)
+
+
+# -- the time models themselves ---------------------------------------------------------------------------------
+
+_MODELS = [
+    ("interval", "datetime", "5min"), ("interval", "datetime", "1h"), ("interval", "datetime", "1d"),
+    ("interval", "date", "1d"), ("interval", "date", "1wk"), ("interval", "datetime", "1wk"),
+    ("session", "datetime", "45min"), ("session", "datetime", "10min"), ("session", "datetime", "30s"),
+    ("session", "datetime", "9h"), ("session", "date", "1h"), ("session", "date", "2d"),
+    ("run", "datetime", "20min"), ("run", "datetime", "2h"), ("run", "datetime", "40s"),
+    ("events", "datetime", "15min"), ("events", "datetime", "3d"), ("events", "datetime", "5s"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "resolution", "every"), _MODELS)
+@pytest.mark.parametrize("dated", [False, True])
+def test_each_model_gives_times_a_reader_accepts(name: str, resolution: str, every: str, dated: bool) -> None:
+    seconds = clock.parse_every(every)
+    variable = Variable("t", "t", "datetime", resolution, "", clock=name, every=seconds)
+    for k in range(12):  # first days over two weeks: every weekday, weekends too
+        first_day = 19_000 + k
+        n = [20, 160, 300][k % 3]
+        times = clock.record_times(name, seconds, first_day, Stream("clock test", k), n, dated=dated)
+        assert times.dtype == np.int64 and times.shape == (n,)
+        if resolution == "date":
+            times = times // clock.DAY * clock.DAY
+        texts = np.datetime_as_string(times.astype("datetime64[s]"), unit="D" if resolution == "date" else "s")
+        assert_follows_clock(variable, texts.tolist(), first_day if dated else None)
+        if not dated and name == "session":
+            assert clock.weekday(int(times[0] // clock.DAY)) < 5, "a batch drawn for a file starts on a working day"
+
+
+def test_a_session_dated_on_a_saturday_starts_then_and_goes_on_monday() -> None:
+    saturday = (date(2022, 1, 1) - _EPOCH).days
+    assert clock.weekday(saturday) == 5
+    times = clock.record_times("session", 3600, saturday, Stream("sat"), 40, dated=True)
+    days = sorted(set((times // clock.DAY).tolist()))
+    assert days[0] == saturday and days[1] == saturday + 2  # Monday 3 January
+    assert all(clock.weekday(d) < 5 for d in days[1:])
+
+
+def test_the_same_stream_gives_the_same_times() -> None:
+    for name, every in (("interval", 300), ("session", 2700), ("run", 1200), ("events", 600)):
+        a = clock.record_times(name, every, 19_100, Stream("same", name), 160, dated=False)
+        b = clock.record_times(name, every, 19_100, Stream("same", name), 160, dated=False)
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("45min", 2700), ("2h", 7200), ("1d", 86_400), ("1wk", 604_800)]
+)
+def test_durations_parse_and_print_back(text: str, seconds: int) -> None:
+    assert clock.parse_every(text) == seconds
+    assert clock.format_every(seconds) == text
+
+
+@pytest.mark.parametrize("text", ["45 min", "0min", "1.5h", "3m", "h", "", "-5s", "05min"])
+def test_bad_durations_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a duration"):
+        clock.parse_every(text)
+
+
+@pytest.mark.parametrize(
+    ("name", "every", "resolution", "message"),
+    [
+        ("hourly", 3600, "datetime", "is not one of random, interval, session, run, events"),
+        ("random", 60, "datetime", "takes no 'every'"),
+        ("session", 0, "datetime", "between 1 s and 4 weeks"),
+        ("session", 5 * clock.WEEK, "datetime", "between 1 s and 4 weeks"),
+        ("interval", 7 * 60, "datetime", "divide the day"),
+        ("interval", clock.DAY + 3600, "datetime", "whole number of days"),
+        ("interval", 3600, "date", "at most one interval a day"),
+        ("run", 1200, "date", "resolution 'datetime'"),
+        ("events", 1200, "date", "resolution 'datetime'"),
+    ],
+)
+def test_time_models_that_cannot_be_are_named(name: str, every: int, resolution: str, message: str) -> None:
+    problem = clock.cadence_problem(name, every, resolution)
+    assert problem is not None and message in problem
+
+
+def test_record_times_refuses_the_random_clock() -> None:
+    with pytest.raises(ValueError, match="no model for clock 'random'"):
+        clock.record_times("random", 0, 19_000, Stream("x"), 5, dated=False)
+
+
+# -- designs ---------------------------------------------------------------------------------------------------
+
+
+def _fixture_v9(clock_name: str = "session", every: str = "45min", resolution: str = "datetime") -> dict[str, Any]:
+    data = fixture_file()
+    data["designs"][0]["timestamp"] |= {"clock": clock_name, "every": every, "resolution": resolution}
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"clock": "session"}, "'clock' and 'every' come together"),
+        ({"every": "45min"}, "'clock' and 'every' come together"),
+        ({"clock": "random", "every": "1h"}, "leave both keys out for random times"),
+        ({"clock": "session", "every": "45 minutes"}, r"timestamp\.every: '45 minutes' is not a duration"),
+        ({"clock": "interval", "every": "7min"}, "divide the day into whole periods"),
+        ({"clock": "run", "every": "20min", "resolution": "date"}, "resolution 'datetime'"),
+        ({"clock": "session", "every": 45}, r"timestamp\.every"),
+        ({"clock": "sometimes", "every": "1h"}, "is not one of random, interval, session, run, events"),
+    ],
+)
+def test_a_design_with_a_bad_time_model_is_refused_in_one_line(change: dict[str, Any], message: str) -> None:
+    data = fixture_file()
+    data["designs"][0]["timestamp"] |= change
+    with pytest.raises(DesignError, match=message) as caught:
+        load_fixture(data)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_design_parses_its_time_model() -> None:
+    design = load_fixture(_fixture_v9("interval", "15min"))
+    assert design.timestamp is not None
+    assert (design.timestamp.clock, design.timestamp.every) == ("interval", 900)
+    plain = load_fixture(fixture_file())
+    assert plain.timestamp is not None and (plain.timestamp.clock, plain.timestamp.every) == ("random", 0)
+
+
+def test_every_shipped_design_with_a_timestamp_names_its_time_model() -> None:
+    missing = [
+        f"{design.field} / {design.subdomain}"
+        for design in designs().values()
+        if design.timestamp is not None and design.timestamp.clock == "random"
+    ]
+    assert not missing, f"{len(missing)} designs name no clock, e.g. {missing[:5]}"
+    clocks = {design.timestamp.clock for design in designs().values() if design.timestamp is not None}
+    assert clocks == {"interval", "session", "run", "events"}
+
+
+# -- repositories ----------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _seeds_of(field: str, subdomain: str, count: int) -> tuple[int, ...]:
+    found = []
+    for seed in range(1, 200_000):
+        context, _ = procedural._context(root_stream(seed, "", "spec").child("context"))
+        if (context.field, context.subdomain) == (field, subdomain):
+            found.append(seed)
+            if len(found) == count:
+                break
+    return tuple(found)
+
+
+@pytest.fixture(params=[("session", "45min", "datetime"), ("interval", "1d", "date"), ("run", "20min", "datetime")])
+def clocked_specs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Spec]]:
+    design = load_fixture(_fixture_v9(*request.param))
+    table = dict(designs())
+    key = (design.field, design.subdomain)
+    table[key] = design
+    monkeypatch.setattr(procedural, "designs", lambda: table)
+    yield [procedural.build_spec(seed) for seed in _seeds_of(*key, 4)]
+
+
+def _check_repository(spec: Spec, files: int) -> int:
+    """Checks the times of up to ``files`` data files of ``spec`` against its clock; the number checked."""
+    repo = Repository(spec)
+    variable = next(v for v in spec.variables if v.role == "datetime")
+    checked = 0
+    for path in repo.data_paths()[:files]:
+        number = repo.tree.file_index(path.split("/"))
+        assert number is not None
+        path_date = repo.tree.placeholder_values(number).get("date")
+        first_day = None if path_date is None else (date.fromisoformat(str(path_date)) - _EPOCH).days
+        assert_follows_clock(variable, repo.table(path).column(variable.column).text, first_day)
+        checked += 1
+    return checked
+
+
+def test_a_repository_writes_its_design_clock(clocked_specs: list[Spec]) -> None:
+    for spec in clocked_specs:
+        variable = next(v for v in spec.variables if v.role == "datetime")
+        assert variable.clock != "random"
+        assert _check_repository(spec, 6) > 0
+
+
+def test_every_repository_follows_its_clock_over_seeds() -> None:
+    counts: dict[str, int] = {}
+    for seed in range(1, 121):
+        spec = procedural.build_spec(seed)
+        variable = next(v for v in spec.variables if v.role == "datetime")
+        counts[variable.clock] = counts.get(variable.clock, 0) + 1
+        _check_repository(spec, 3)
+    assert counts.get("random", 0) <= 12, counts  # only repositories whose design has no timestamp (15 of 780)
+    assert min(counts.get(name, 0) for name in ("interval", "session", "run")) >= 5, counts
+    assert counts.get("events", 0) >= 1, counts
+
+
+def test_the_clock_round_trips_through_the_spec_file(clocked_specs: list[Spec]) -> None:
+    spec = clocked_specs[0]
+    data = json.loads(spec.to_json())
+    again = from_dict(data)
+    assert again == spec
+    variable = next(v for v in data["variables"] if v["role"] == "datetime")
+    assert variable["clock"] != "random" and variable["every"] > 0
+    # a spec file of generator version 8 has no clock: its times are drawn as version 8 drew them
+    for v in data["variables"]:
+        v.pop("clock"), v.pop("every")
+    old = from_dict(data)
+    assert next(v for v in old.variables if v.role == "datetime").clock == "random"
+
+
+@pytest.mark.parametrize(
+    ("role", "change", "message"),
+    [
+        ("dependent", {"clock": "session", "every": 60}, "only a datetime column has a clock"),
+        ("datetime", {"clock": "run", "every": 0}, "between 1 s and 4 weeks"),
+        ("datetime", {"clock": "interval", "every": 420}, "divide the day"),
+        ("datetime", {"clock": "weekly", "every": 604_800}, "is not one of random, interval, session, run, events"),
+    ],
+)
+def test_a_spec_refuses_a_clock_that_cannot_be(
+    clocked_specs: list[Spec], role: str, change: dict[str, Any], message: str
+) -> None:
+    spec = clocked_specs[0]
+    target = next(v for v in spec.variables if v.role == role)
+    broken = dataclasses.replace(
+        spec, variables=tuple(dataclasses.replace(v, **change) if v is target else v for v in spec.variables)
+    )
+    with pytest.raises(SpecError, match=message):
+        validate(broken)
+
+
+def test_a_model_drafted_timestamp_takes_the_design_clock_where_it_fits() -> None:
+    for seed in range(1, 40):
+        base = procedural.build_spec(seed)
+        timed = next(v for v in base.variables if v.role == "datetime")
+        if timed.clock == "random":
+            continue
+        data = draft_of(base)
+        drafted = next(v for v in data["variables"] if v["role"] == "datetime")
+        del drafted["clock"], drafted["every"]  # a model's draft names no time model
+        spec = assemble(base, json.dumps(data))
+        assert next(v for v in spec.variables if v.role == "datetime").clock == timed.clock
+        if timed.clock == "run":  # a draft that dates records by day cannot hold an instrument's run clock
+            drafted["type"] = "date"
+            if base.extension != "log":
+                spec = assemble(base, json.dumps(data))
+                assert next(v for v in spec.variables if v.role == "datetime").clock == "random"
+
+
+def test_a_version_8_spec_file_gives_its_version_8_bytes() -> None:
+    """A spec file written by generator version 8 (no clock) loads with the random clock and gives the bytes it
+    gave then (digest taken with version 8's code); today's build of the same seed names a session clock."""
+    spec = from_json((Path(__file__).with_name("spec_v8_8519.json")).read_text("utf-8"))
+    assert spec.generator_version == 8
+    assert next(v for v in spec.variables if v.role == "datetime").clock == "random"
+    assert Repository(spec).digest() == "d7475208a006801c38aa1cc32d320cdd277042d071f944035b0397a90dcc06c9"
+    today = procedural.build_spec(8519)
+    assert next(v for v in today.variables if v.role == "datetime").clock == "session"
+    assert Repository(today).digest() != Repository(spec).digest()
