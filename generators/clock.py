@@ -21,6 +21,7 @@ no local time anywhere), and every draw comes from the file's stream of the colu
 from __future__ import annotations
 
 import re
+from datetime import date
 
 import numpy as np
 
@@ -36,6 +37,7 @@ _SESSION_SPREAD = (0.8, 1.25)  # a session's record takes this share of ``every`
 _FIRST_START_SLACK = 90 * 60  # a working day's first record starts within 90 min of 08:00
 _UNITS = {"s": 1, "min": 60, "h": 3600, "d": DAY, "wk": WEEK}
 _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
+_CLOSED = ((1, 1), (12, 25), (12, 26))
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
 
 
@@ -80,6 +82,8 @@ def record_times(clock: str, every: int, first_day: int, stream: Stream, n: int,
     """``n`` sorted record times (seconds since the epoch) of one file whose records start on the epoch day
     ``first_day`` (the path's date, or a day drawn for the file); ``dated``: the file's date came from its path,
     so the first record is on that day even where it is a weekend."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     if clock == "interval":
         return _interval(every, first_day, stream, n)
     if clock == "session":
@@ -89,6 +93,28 @@ def record_times(clock: str, every: int, first_day: int, stream: Stream, n: int,
     if clock == "events":
         return _events(every, first_day, stream, n)
     raise ValueError(f"record_times has no model for clock {clock!r}")
+
+
+def span_days(clock: str, every: int, rows: int) -> float:
+    """At most how many days a file of ``rows`` records spans under this clock (the builder keeps a study's files
+    before the present: a weekly series of 300 records runs almost six years)."""
+    if clock in ("interval", "run"):
+        return rows * every * 1.02 / DAY + 1  # a run's overhead is at most 2 %
+    if clock == "events":
+        return rows * every * 1.25 / DAY + 1  # exponential gaps: their sum stays far below 1.25 x the mean
+    if clock == "session":
+        longest = every * _SESSION_SPREAD[1]
+        if longest <= WORKDAY_SECONDS - _FIRST_START_SLACK:
+            work_days = -(-rows // int((WORKDAY_SECONDS - _FIRST_START_SLACK) // longest))
+        else:
+            work_days = rows * max(1, round(longest / DAY))
+        return work_days * 7 / 5 + 3  # weekends, and a first day that falls on one
+    return 1.0  # random: one working day
+
+
+def is_working_day(day: date) -> bool:
+    """Monday to Friday, and not 1 January, 25 or 26 December (closed almost everywhere that records data)."""
+    return day.weekday() < 5 and (day.month, day.day) not in _CLOSED
 
 
 def weekday(epoch_day: int) -> int:
@@ -115,24 +141,20 @@ def _session(every: int, first_day: int, stream: Stream, n: int, *, dated: bool)
     takes = np.round(every * stream.uniform_range(*_SESSION_SPREAD, n)).astype(np.int64)
     if not dated and weekday(first_day) >= 5:  # nobody starts a batch of records on a weekend they were not told of
         first_day += 7 - weekday(first_day)
-    per_day = max(1, int(WORKDAY_SECONDS // (every * _SESSION_SPREAD[1])))
-    if every * _SESSION_SPREAD[1] <= WORKDAY_SECONDS:
+    longest = every * _SESSION_SPREAD[1]
+    if longest <= WORKDAY_SECONDS - _FIRST_START_SLACK:
         # Several records a day, one after another from a first start within 90 minutes of 08:00; per_day is
-        # chosen so that the day's last record ends by 18:00 whatever the draws.
-        index = np.arange(n, dtype=np.int64)
-        day_of = index // per_day
-        slack = min(_FIRST_START_SLACK, WORKDAY_SECONDS - int(per_day * every * _SESSION_SPREAD[1]))
-        day_starts = stream.integers(0, slack // 60 + 1, int(day_of[-1]) + 1) * 60
-        ends = np.cumsum(takes)
-        before = ends - takes  # time taken by the file's earlier records
+        # chosen so that the day's last record ends by 18:00 whatever the draws and the start.
+        per_day = int((WORKDAY_SECONDS - _FIRST_START_SLACK) // longest)
+        work_days = day_of = np.arange(n, dtype=np.int64) // per_day
+        before = np.cumsum(takes) - takes  # time taken by the file's earlier records
         offsets = before - before[day_of * per_day]  # ... by the earlier records of the same day
-        work_days = day_of
     else:  # a record takes a working day or more: it starts in the morning, the next one when it is done
         days_taken = np.maximum(1, np.round(takes / DAY)).astype(np.int64)
         work_days = np.concatenate(([0], np.cumsum(days_taken)[:-1]))
-        day_starts = stream.integers(0, _FIRST_START_SLACK // 60 + 1, n) * 60
-        offsets = np.zeros(n, dtype=np.int64)
         day_of = np.arange(n, dtype=np.int64)
+        offsets = np.zeros(n, dtype=np.int64)
+    day_starts = stream.integers(0, _FIRST_START_SLACK // 60 + 1, int(day_of[-1]) + 1) * 60
     times = _working_day(first_day, work_days) * DAY + WORKDAY_START + day_starts[day_of] + offsets
     if every >= 300:  # records that people time, to the minute
         times = times // 60 * 60

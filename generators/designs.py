@@ -18,6 +18,7 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date, timedelta
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,7 @@ from generators.spec import (
     PATH_TOKEN_RE,
     PREFIX_RE,
     SPECIAL_PLACEHOLDERS,
+    Params,
     PathVariable,
     distribution_problem,
 )
@@ -47,6 +49,9 @@ SCALES = ("linear", "log")
 _MAX_DECADES = 3.0  # a log-scale outcome's spread: at most this many decades (sd of log10)
 MEASURE_SCOPES = ("row", "file")
 FIRST_YEAR, LAST_YEAR = 2015, 2024  # the years in which the builder starts a study
+DATA_END = date(LAST_YEAR + 1, 12, 31)  # no record is dated later: the data of a study published by now
+FILE_START_DAYS = 365  # a file begins up to a year into the study (its path's date, or the day drawn for it)
+ROWS_MAX = Params().rows_max  # the most records a file holds: the longest file a design's clock must fit
 
 
 class DesignError(ValueError):
@@ -490,6 +495,21 @@ def _clock(t: _Obj, resolution: str) -> tuple[str, int]:
     return name, every
 
 
+def _check_span(design: Design, where: str) -> None:
+    """A file of the most records, begun a year into a study that starts as early as the design allows, must end
+    by DATA_END: else some repositories would hold records dated after the present."""
+    if design.timestamp is None:
+        return
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+    first = date(design.since or FIRST_YEAR, 1, 1)
+    if first + timedelta(days=FILE_START_DAYS + math.ceil(span)) > DATA_END:
+        every = clock.format_every(design.timestamp.every)
+        raise DesignError(
+            f"{where}.timestamp.every: {ROWS_MAX} records every {every} span {span / 365.25:.1f} years, which "
+            f"cannot end by {DATA_END.isoformat()} for a study started in {first.year} or later"
+        )
+
+
 def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
     o.check_keys(
@@ -528,6 +548,7 @@ def _design(field: str, data: object, where: str) -> Design:
         since=since,
     )
     _cross_checks(design, where)
+    _check_span(design, where)
     return design
 
 

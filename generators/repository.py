@@ -249,7 +249,7 @@ def _placeholder_phrase(spec: Spec, name: str) -> str:
     if name == "researcher":
         return "`researcher`: who ran the session"
     if name == "date":
-        return "`date`: the day of the measurements"
+        return "`date`: the day the file's first record was taken (later records may follow on other days)"
     if name == "seq_number":
         return "`seq_number`: the run number within its group"
     variable = spec.path_variable(name)

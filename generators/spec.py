@@ -190,8 +190,9 @@ class Variable:
     # dependent: "log" when the expression and the noise give the natural log of the value (value = exp(expression
     # + noise)), so causes and noise multiply a quantity that spans decades; "linear": value = expression + noise
     scale: str = "linear"
-    # datetime: how the file's records follow one another in time (generators.clock): "interval", "session" or
-    # "run" with `every` seconds between records; "random" with 0: uniform times in one working day (versions 4-8)
+    # datetime: how the file's records follow one another in time (generators.clock): "interval", "session", "run"
+    # or "events" with `every` seconds between records; "random" with 0: uniform times in one working day (versions
+    # 4-8)
     clock: str = "random"
     every: int = 0
 

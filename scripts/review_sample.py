@@ -1,8 +1,9 @@
 """What a reviewer reads to judge whether repositories are plausible studies of their subdomain (issue 24).
 
 Draws ``--count`` seeds from ``--seeds`` with ``random.Random(--draw)`` and prints, for each, what an agent sees:
-the subdomain it claims, the tree (first paths and the count), the README if there is one, and the header and
-first rows of two data files (the first and the middle one) as tab-separated text, whatever the file's format.
+the subdomain it claims, the tree (first paths and the count), the README if there is one, and the header, the
+first rows and the last row of two data files (the first and the middle one) as tab-separated text, whatever the
+file's format (the last row shows how long a file's records run).
 
     python scripts/review_sample.py --seeds 8001-9000 --draw 20261128 --count 30 --out review/
 
@@ -41,10 +42,13 @@ def packet(seed: int, rows: int) -> str:
     for path in dict.fromkeys([data[0], data[len(data) // 2]]):
         table = repo.observed(path)
         shown = min(rows, table.n_rows)
-        lines.append(f"## {path} ({table.n_rows} rows; the first {shown}, tab-separated)")
+        last = table.n_rows - 1
+        more = f", then the last (row {last + 1})" if shown <= last else ""
+        lines.append(f"## {path} ({table.n_rows} rows; the first {shown}{more}, tab-separated)")
         lines.append("\t".join(table.names))
         texts = [column.text for column in table.columns]
-        lines += ["\t".join(str(text[i]) for text in texts) for i in range(shown)]
+        rows_shown = [*range(shown), *([last] if more else [])]
+        lines += ["\t".join(str(text[i]) for text in texts) for i in rows_shown]
         lines.append("")
     return "\n".join(lines) + "\n"
 

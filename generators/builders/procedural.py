@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from generators import expr
+from generators import clock, expr
 from generators.builders import text
 from generators.data_files import Field, names, taxonomy
-from generators.designs import FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs
+from generators.designs import DATA_END, FILE_START_DAYS, FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs
 from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
@@ -81,7 +81,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     design = designs()[(field.name, context.subdomain)]
     context = replace(context, topic=design.topic, record=design.record)
     extension = rs.child("extension").pick(EXTENSIONS)
-    start = _start_date(design, rs.child("start"))
+    start = _start_date(design, rs.child("start"), params.rows_max)
 
     placement = rs.child("template")
     specials = [s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)]
@@ -107,7 +107,9 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     people = rs.child("people")
     researchers = _researchers(people, people.randint(2, 5))
     day_stream = rs.child("dates")
-    offsets = sorted(day_stream.sample(list(range(365)), day_stream.randint(3, 14)))
+    # A file named by a date is named by the day its work began: a working day (no weekend, New Year, Christmas).
+    working = [o for o in range(365) if clock.is_working_day(start + timedelta(days=o))]
+    offsets = sorted(day_stream.sample(working, day_stream.randint(3, 14)))
     dates = tuple((start + timedelta(days=o)).isoformat() for o in offsets)
 
     base = Spec(
@@ -148,13 +150,18 @@ def _context(rs: Stream) -> tuple[Context, Field]:
     return Context(field.name, domain.name, sub.name, sub.description), field
 
 
-def _start_date(design: Design, rs: Stream) -> date:
+def _start_date(design: Design, rs: Stream, rows_max: int) -> date:
     """The study's first day: within the ten years from 2015, or from the design's ``since`` year to the end of
-    2024 (a study of a method published in 2023 does not start in 2016)."""
-    if not design.since:
-        return date(FIRST_YEAR, 1, 1) + timedelta(days=rs.randint(0, 3650))
-    first = date(design.since, 1, 1)
-    return first + timedelta(days=rs.randint(0, (date(LAST_YEAR, 12, 31) - first).days))
+    2024 (a study of a method published in 2023 does not start in 2016), and early enough that its longest file,
+    begun up to a year into the study, ends by the end of 2025 (a weekly series of 300 records runs six years: data
+    dated after the present would give a study away)."""
+    first = date(design.since or FIRST_YEAR, 1, 1)
+    latest = 3650 if not design.since else (date(LAST_YEAR, 12, 31) - first).days
+    if design.timestamp is not None:
+        span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max)
+        room = (DATA_END - timedelta(days=FILE_START_DAYS + math.ceil(span)) - first).days
+        latest = max(0, min(latest, room))
+    return first + timedelta(days=rs.randint(0, latest))
 
 
 def _component_sizes(rs: Stream) -> list[int]:

@@ -58,7 +58,7 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
                 or (of_day[last] + 0.8 * every - 60 <= clock.WORKDAY_START + clock.WORKDAY_SECONDS).all()
             )
         else:
-            per_day = max(1, int(clock.WORKDAY_SECONDS // (every * 1.25)))
+            per_day = max(1, int((clock.WORKDAY_SECONDS - 90 * 60) // (every * 1.25)))
             assert max(np.unique(days, return_counts=True)[1]) <= per_day
     elif variable.clock == "run":
         assert not by_day

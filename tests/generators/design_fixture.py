@@ -3,12 +3,18 @@ schema tests edit it and load it as the loader loads a real file."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from generators.builders import procedural
 from generators.data_files import taxonomy
-from generators.designs import Design, load_file
+from generators.designs import Design, designs, load_file
+from generators.rng import root_stream
+from generators.spec import Spec
 
 FIELD = "engineering-chemical-materials"
 
@@ -27,3 +33,26 @@ def load_fixture(data: dict[str, Any]) -> Design:
     """The first design of ``data`` as the loader reads it (raises DesignError)."""
     field = next(f for f in taxonomy() if f.slug == FIELD)
     return load_file(json.dumps(data), field, f"{FIELD}.json")[0]
+
+
+@functools.cache
+def seeds_of(field: str, subdomain: str, count: int) -> tuple[int, ...]:
+    """The first ``count`` seeds whose repository is of this subdomain (the context draw comes first and reads no
+    design, so a design put in place of the shipped one keeps them)."""
+    found = []
+    for seed in range(1, 200_000):
+        context, _ = procedural._context(root_stream(seed, "", "spec").child("context"))
+        if (context.field, context.subdomain) == (field, subdomain):
+            found.append(seed)
+            if len(found) == count:
+                break
+    return tuple(found)
+
+
+def specs_with_design(monkeypatch: pytest.MonkeyPatch, design: Design, count: int) -> list[Spec]:
+    """Specs of ``count`` repositories of ``design``'s subdomain, built with ``design`` in place of the shipped one."""
+    table = dict(designs())
+    key = (design.field, design.subdomain)
+    table[key] = design
+    monkeypatch.setattr(procedural, "designs", lambda: table)
+    return [procedural.build_spec(seed) for seed in seeds_of(*key, count)]

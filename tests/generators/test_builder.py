@@ -113,7 +113,9 @@ def test_hypotheses_follow_the_coefficients() -> None:
             if driver is None or outcome is None or driver.role != "independent" or driver.type == "categorical":
                 continue
             xs, ys = [], []
-            for path in repository.tree.file_paths[:8]:
+            # A per-file driver has one value per file: the direction shows over many files, not within one.
+            files = 60 if driver.per_file else 8
+            for path in repository.tree.file_paths[:files]:
                 table = repository.table(path)
                 xs += table.column(driver.column).values.tolist()
                 ys += table.column(outcome.column).values.tolist()

@@ -5,10 +5,10 @@ another day and night. Each test reads the times as the files write them."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
+import math
 from collections.abc import Iterator
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,13 @@ import pytest
 
 from generators import clock
 from generators.builders import procedural
-from generators.designs import DesignError, designs
+from generators.designs import DATA_END, FILE_START_DAYS, ROWS_MAX, DesignError, designs
 from generators.llm.draft import assemble, draft_of
 from generators.repository import Repository
-from generators.rng import Stream, root_stream
+from generators.rng import Stream
 from generators.spec import Spec, SpecError, Variable, from_dict, from_json, validate
 from tests.generators.clock_checks import assert_follows_clock
-from tests.generators.design_fixture import fixture_file, load_fixture
+from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design
 
 _EPOCH = date(1970, 1, 1)
 
@@ -164,26 +164,9 @@ def test_every_shipped_design_with_a_timestamp_names_its_time_model() -> None:
 # -- repositories ----------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _seeds_of(field: str, subdomain: str, count: int) -> tuple[int, ...]:
-    found = []
-    for seed in range(1, 200_000):
-        context, _ = procedural._context(root_stream(seed, "", "spec").child("context"))
-        if (context.field, context.subdomain) == (field, subdomain):
-            found.append(seed)
-            if len(found) == count:
-                break
-    return tuple(found)
-
-
 @pytest.fixture(params=[("session", "45min", "datetime"), ("interval", "1d", "date"), ("run", "20min", "datetime")])
 def clocked_specs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Spec]]:
-    design = load_fixture(_fixture_v9(*request.param))
-    table = dict(designs())
-    key = (design.field, design.subdomain)
-    table[key] = design
-    monkeypatch.setattr(procedural, "designs", lambda: table)
-    yield [procedural.build_spec(seed) for seed in _seeds_of(*key, 4)]
+    yield specs_with_design(monkeypatch, load_fixture(_fixture_v9(*request.param)), 4)
 
 
 def _check_repository(spec: Spec, files: int) -> int:
@@ -283,3 +266,76 @@ def test_a_version_8_spec_file_gives_its_version_8_bytes() -> None:
     today = procedural.build_spec(8519)
     assert next(v for v in today.variables if v.role == "datetime").clock == "session"
     assert Repository(today).digest() != Repository(spec).digest()
+
+
+def test_path_dates_are_working_days() -> None:
+    """A file named by a date is named by the day its work began: never a weekend, New Year's Day or Christmas."""
+    seen = 0
+    for seed in range(1, 400):
+        spec = procedural.build_spec(seed)
+        for text in spec.dates:
+            day = date.fromisoformat(text)
+            assert clock.is_working_day(day), (seed, text)
+            assert day.weekday() < 5 and (day.month, day.day) not in ((1, 1), (12, 25), (12, 26))
+            seen += 1
+    assert seen > 500
+    assert not clock.is_working_day(date(2022, 12, 26)) and not clock.is_working_day(date(2022, 1, 1))
+    assert clock.is_working_day(date(2022, 12, 27)) and not clock.is_working_day(date(2022, 12, 31))
+
+
+def test_a_full_day_of_sessions_still_starts_at_varied_times() -> None:
+    """Short records fill the day, yet each working day's first record starts within 90 minutes of 08:00, not
+    at 08:00:00 every day (a reviewer's tell of generated data)."""
+    times = clock.record_times("session", 600, 19_003, Stream("varied"), 300, dated=True)
+    days = times // clock.DAY
+    firsts = times[np.r_[True, days[1:] != days[:-1]]] % clock.DAY
+    assert len(firsts) >= 3 and len(set(firsts.tolist())) >= 3
+    assert (firsts >= clock.WORKDAY_START).all() and (firsts <= clock.WORKDAY_START + 90 * 60).all()
+
+
+class _LatestStream:
+    """A stream whose integer draws are the largest allowed: the latest start a design can get."""
+
+    def randint(self, low: int, high: int) -> int:
+        return high
+
+
+def test_no_design_can_date_a_record_after_the_present() -> None:
+    """The latest start a design allows, plus a year before its last file begins, plus its longest file, ends by
+    DATA_END (a weekly series of 300 records runs almost six years: data dated in 2030 would give the study away)."""
+    for design in designs().values():
+        if design.timestamp is None:
+            continue
+        start = procedural._start_date(design, _LatestStream(), ROWS_MAX)  # type: ignore[arg-type]
+        span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+        assert start + timedelta(days=FILE_START_DAYS + math.ceil(span)) <= DATA_END, design.subdomain
+
+
+def test_the_longest_series_end_before_the_present() -> None:
+    """In the repositories of the designs whose files span longest, no record is dated after DATA_END."""
+
+    def span(design: Any) -> float:
+        return clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+
+    longest = sorted((d for d in designs().values() if d.timestamp is not None), key=span)[-4:]
+    assert span(longest[-1]) > 3 * 365  # the check reaches series of years
+    for design in longest:
+        for seed in seeds_of(design.field, design.subdomain, 2):
+            spec = procedural.build_spec(seed)
+            repo = Repository(spec)
+            variable = next(v for v in spec.variables if v.role == "datetime")
+            for path in repo.data_paths():
+                last = repo.table(path).column(variable.column).text[-1]
+                assert date.fromisoformat(last[:10]) <= DATA_END, (seed, design.subdomain, path, last)
+
+
+def test_a_design_whose_longest_file_cannot_end_by_the_present_is_refused() -> None:
+    data = _fixture_v9("events", "4wk")
+    with pytest.raises(DesignError, match=r"300 records every 4wk span .* years, which cannot end by 2025-12-31") as e:
+        load_fixture(data)
+    assert "\n" not in str(e.value)
+    load_fixture(_fixture_v9("events", "1wk"))  # 7 years fit from 2015
+    data = _fixture_v9("events", "1wk")
+    data["designs"][0]["since"] = 2021  # ...but not from 2021
+    with pytest.raises(DesignError, match="for a study started in 2021 or later"):
+        load_fixture(data)

@@ -5,7 +5,6 @@ of a real subdomain's design."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 from collections.abc import Iterator
@@ -15,12 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from generators.builders import procedural
-from generators.designs import Design, DesignError, designs
+from generators.designs import Design, DesignError
 from generators.repository import Repository
-from generators.rng import root_stream
 from generators.spec import Spec, SpecError, from_dict, validate
-from tests.generators.design_fixture import fixture_file, load_fixture
+from tests.generators.design_fixture import fixture_file, load_fixture, specs_with_design
 
 
 def _item(data: dict[str, Any], kind: str, column: str) -> dict[str, Any]:
@@ -42,28 +39,10 @@ def _fixture_v8() -> dict[str, Any]:
     return data
 
 
-@functools.cache
-def _seeds_of(field: str, subdomain: str, count: int) -> tuple[int, ...]:
-    """Seeds whose repository is of this subdomain (the context draw comes first and reads no design)."""
-    found = []
-    for seed in range(1, 200_000):
-        context, _ = procedural._context(root_stream(seed, "", "spec").child("context"))
-        if (context.field, context.subdomain) == (field, subdomain):
-            found.append(seed)
-            if len(found) == count:
-                break
-    return tuple(found)
-
-
 @pytest.fixture
 def fixture_specs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Spec]]:
     """Specs of 6 repositories of the fixture's subdomain, built from the version-8 fixture design."""
-    design = load_fixture(_fixture_v8())
-    table = dict(designs())
-    key = (design.field, design.subdomain)
-    table[key] = design
-    monkeypatch.setattr(procedural, "designs", lambda: table)
-    yield [procedural.build_spec(seed) for seed in _seeds_of(*key, 6)]
+    yield specs_with_design(monkeypatch, load_fixture(_fixture_v8()), 6)
 
 
 def _files(spec: Spec, count: int = 4) -> list[Any]:

@@ -130,7 +130,7 @@ def test_a_stepped_column_holds_only_whole_steps_within_its_bounds() -> None:
     variable = next(v for v in spec.variables if v.role == "dependent")
     values = _column(spec, variable.column)
     low, high = float(np.quantile(values, 0.1)), float(np.quantile(values, 0.9))
-    step = float(10.0 ** np.floor(np.log10(max(high - low, 1e-9)))) / 2
+    step = float(10.0 ** np.floor(np.log10(max(high - low, 1e-9)))) / 10  # 10 to 100 whole steps in [low, high]
     stepped = dataclasses.replace(variable, step=step, bounds=(low, high), decimals=None)
     changed = dataclasses.replace(spec, variables=tuple(stepped if v is variable else v for v in spec.variables))
     validate(changed)
