@@ -495,19 +495,29 @@ def _clock(t: _Obj, resolution: str) -> tuple[str, int]:
     return name, every
 
 
-def _check_span(design: Design, where: str) -> None:
-    """A file of the most records, begun a year into a study that starts as early as the design allows, must end
-    by DATA_END: else some repositories would hold records dated after the present."""
+def start_room(design: Design, rows_max: int = ROWS_MAX) -> int | None:
+    """Days from the design's first possible start (1 January of ``since``, else of FIRST_YEAR) to the latest start
+    that lets its longest file (``rows_max`` records), begun a year into the study, end by DATA_END; negative when
+    no start can; None for a design without a timestamp (its records take one day)."""
     if design.timestamp is None:
-        return
-    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+        return None
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max)
     first = date(design.since or FIRST_YEAR, 1, 1)
-    if first + timedelta(days=FILE_START_DAYS + math.ceil(span)) > DATA_END:
-        every = clock.format_every(design.timestamp.every)
-        raise DesignError(
-            f"{where}.timestamp.every: {ROWS_MAX} records every {every} span {span / 365.25:.1f} years, which "
-            f"cannot end by {DATA_END.isoformat()} for a study started in {first.year} or later"
-        )
+    return (DATA_END - timedelta(days=FILE_START_DAYS + math.ceil(span)) - first).days
+
+
+def _check_span(design: Design, where: str) -> None:
+    """Refuse a design some of whose repositories would hold records dated after the present."""
+    room = start_room(design)
+    if room is None or room >= 0:
+        return
+    assert design.timestamp is not None
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+    every = clock.format_every(design.timestamp.every)
+    raise DesignError(
+        f"{where}.timestamp.every: {ROWS_MAX} records every {every} span {span / 365.25:.1f} years, which cannot "
+        f"end by {DATA_END.isoformat()} for a study started in {design.since or FIRST_YEAR} or later"
+    )
 
 
 def _design(field: str, data: object, where: str) -> Design:

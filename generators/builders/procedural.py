@@ -21,7 +21,7 @@ import numpy as np
 from generators import clock, expr
 from generators.builders import text
 from generators.data_files import Field, names, taxonomy
-from generators.designs import DATA_END, FILE_START_DAYS, FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs
+from generators.designs import FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs, start_room
 from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
@@ -157,9 +157,8 @@ def _start_date(design: Design, rs: Stream, rows_max: int) -> date:
     dated after the present would give a study away)."""
     first = date(design.since or FIRST_YEAR, 1, 1)
     latest = 3650 if not design.since else (date(LAST_YEAR, 12, 31) - first).days
-    if design.timestamp is not None:
-        span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max)
-        room = (DATA_END - timedelta(days=FILE_START_DAYS + math.ceil(span)) - first).days
+    room = start_room(design, rows_max)
+    if room is not None:
         latest = max(0, min(latest, room))
     return first + timedelta(days=rs.randint(0, latest))
 

@@ -3,6 +3,7 @@ schema tests edit it and load it as the loader loads a real file."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
@@ -56,3 +57,10 @@ def specs_with_design(monkeypatch: pytest.MonkeyPatch, design: Design, count: in
     table[key] = design
     monkeypatch.setattr(procedural, "designs", lambda: table)
     return [procedural.build_spec(seed) for seed in seeds_of(*key, count)]
+
+
+def with_changed_column(spec: Spec, role: str, **change: Any) -> Spec:
+    """``spec`` with its first column of ``role`` changed (unvalidated: for the tests of what validation refuses)."""
+    target = next(v for v in spec.variables if v.role == role)
+    columns = tuple(dataclasses.replace(v, **change) if v is target else v for v in spec.variables)
+    return dataclasses.replace(spec, variables=columns)

@@ -4,7 +4,6 @@ another day and night. Each test reads the times as the files write them."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from generators.repository import Repository
 from generators.rng import Stream
 from generators.spec import Spec, SpecError, Variable, from_dict, from_json, validate
 from tests.generators.clock_checks import assert_follows_clock
-from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design
+from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design, with_changed_column
 
 _EPOCH = date(1970, 1, 1)
 
@@ -229,13 +228,8 @@ def test_the_clock_round_trips_through_the_spec_file(clocked_specs: list[Spec]) 
 def test_a_spec_refuses_a_clock_that_cannot_be(
     clocked_specs: list[Spec], role: str, change: dict[str, Any], message: str
 ) -> None:
-    spec = clocked_specs[0]
-    target = next(v for v in spec.variables if v.role == role)
-    broken = dataclasses.replace(
-        spec, variables=tuple(dataclasses.replace(v, **change) if v is target else v for v in spec.variables)
-    )
     with pytest.raises(SpecError, match=message):
-        validate(broken)
+        validate(with_changed_column(clocked_specs[0], role, **change))
 
 
 def test_a_model_drafted_timestamp_takes_the_design_clock_where_it_fits() -> None:

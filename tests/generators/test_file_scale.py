@@ -4,7 +4,6 @@ of a real subdomain's design."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ import pytest
 from generators.designs import Design, DesignError
 from generators.repository import Repository
 from generators.spec import Spec, SpecError, from_dict, validate
-from tests.generators.design_fixture import fixture_file, load_fixture, specs_with_design
+from tests.generators.design_fixture import fixture_file, load_fixture, specs_with_design, with_changed_column
 
 
 def _item(data: dict[str, Any], kind: str, column: str) -> dict[str, Any]:
@@ -126,13 +125,8 @@ def test_per_file_and_log_scale_round_trip_through_the_spec_file(fixture_specs: 
 def test_a_spec_refuses_per_file_and_scale_where_they_mean_nothing(
     fixture_specs: list[Spec], role: str, change: dict[str, Any], message: str
 ) -> None:
-    spec = fixture_specs[0]
-    target = next(v for v in spec.variables if v.role == role)
-    broken = dataclasses.replace(
-        spec, variables=tuple(dataclasses.replace(v, **change) if v is target else v for v in spec.variables)
-    )
     with pytest.raises(SpecError, match=message):
-        validate(broken)
+        validate(with_changed_column(fixture_specs[0], role, **change))
 
 
 @pytest.mark.parametrize(
