@@ -107,6 +107,10 @@ class Outcome:
     # (geometric mean) value, ``spread`` the standard deviation of its log10 in decades, and causes and noise act
     # on its logarithm, so they multiply it. "linear" (default): ``spread`` in the outcome's unit.
     scale: str = "linear"
+    # The scatter between records taken under the same conditions (a repeat measurement's standard deviation, in the
+    # outcome's unit; decades on the log scale): a lift coefficient repeats to 0.01 at a fixed angle, a cohort's
+    # scores vary by a whole spread. None: the builder's default share of the spread.
+    residual: float | None = None
 
     def level_effects(self, column: str) -> dict[str, float] | None:
         """The expected effect of each level of the categorical cause ``column``, or None when the design has none."""
@@ -370,7 +374,7 @@ def _outcome(o: _Obj) -> Outcome:
         return _derived(o)
     o.check_keys(
         ("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"),
-        ("decimals", "step", "scale"),
+        ("decimals", "step", "scale", "residual"),
     )
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
@@ -401,6 +405,12 @@ def _outcome(o: _Obj) -> Outcome:
             f"{o.where}.step: {step:g} is coarser than the typical range (center ± spread): the values would collapse "
             "onto one or two steps"
         )
+    residual = o.number("residual") if "residual" in o.data else None
+    if residual is not None and not 0 < residual <= spread:
+        raise DesignError(
+            f"{o.where}.residual: the scatter between repeat records must be positive and at most the spread "
+            f"({spread:g}{' decades' if scale == 'log' else ''})"
+        )
     parents = o.data["parents"]
     if not isinstance(parents, dict) or not 1 <= len(parents) <= 4:
         raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
@@ -419,7 +429,7 @@ def _outcome(o: _Obj) -> Outcome:
     _unit_ok(unit, o.where)
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
-        o.decimals(), tuple(directions), step=step, effects=tuple(effects), scale=scale,
+        o.decimals(), tuple(directions), step=step, effects=tuple(effects), scale=scale, residual=residual,
     )  # fmt: skip
 
 
@@ -576,17 +586,28 @@ def _cross_checks(d: Design, where: str) -> None:
     numeric = {f.column for f in d.factors if f.numeric} | {m.column for m in d.measures if m.type != "categorical"}
     levels = {f.column: tuple(str(v) for v in f.values) for f in d.factors if not f.numeric}
     levels |= {m.column: m.values for m in d.measures if m.type == "categorical"}
+    # A formula may read the time (days since the study start, so ``t % 1`` is the time of day: sunlight, traffic);
+    # the time causes no response, since a hypothesis about it would be about the calendar, not the study.
+    clock_time = {d.timestamp.column} if d.timestamp is not None else set()
     if sum(not o.derived for o in d.outcomes) < 2:
         raise DesignError(f"{where}: at least two outcomes must be responses (without a formula)")
     for outcome in d.outcomes:
         if outcome.derived:
             try:
-                expr.check(outcome.formula, expr.Scope(frozenset(numeric), levels))
+                expr.check(outcome.formula, expr.Scope(frozenset(numeric | clock_time), levels))
             except expr.ExpressionError as exc:
                 raise DesignError(
-                    f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures and earlier outcomes)"
+                    f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures, earlier outcomes "
+                    "and the timestamp)"
                 ) from None
         for parent, direction in outcome.parents:
+            if parent in clock_time and outcome.derived:
+                continue
+            if parent in clock_time:
+                raise DesignError(
+                    f"{where}: outcome {outcome.column!r} has the timestamp {parent!r} as a cause: use it in a formula "
+                    "(the time of day is its value % 1)"
+                )
             if parent not in causes:
                 raise DesignError(
                     f"{where}: outcome {outcome.column!r} has parent {parent!r}, which is not a factor, a measure or "

@@ -290,6 +290,8 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
     wanted.add(0)
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
     present = {pv.column for pv in spec.path_variables}
+    if design.timestamp is not None:  # always a column: a formula may read the time
+        present.add(design.timestamp.column)
     outcomes: list[Outcome] = []
     for i, outcome in enumerate(design.outcomes):
         if i not in wanted and len(outcomes) + (len(design.outcomes) - i) > 2:
@@ -451,6 +453,8 @@ def _dependent(
     # file fixes would hardly vary between its records.
     measurement = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
     noise = float(np.hypot(measurement, spec.params.residual_fraction * spread))
+    if outcome.residual is not None and spec.params.residual_fraction > 0:  # the design knows how records repeat
+        noise = outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
     variable = Variable(
         outcome.name,
         outcome.column,

@@ -163,6 +163,29 @@ def test_measure_designs_script_meets_the_issue_thresholds() -> None:
     assert bad.returncode == 2 and "end is below the start" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_profile_designs_script_shows_what_a_design_gives() -> None:
+    """A designer's check: per column the range over files against the design's center ± spread, the scatter within
+    a file, and each outcome's mean per factor level; bad input is one line and exit 2."""
+    design = designs()[("Engineering - Chemical and Materials", "Heterogeneous Catalysis")]
+    result = _script(
+        "profile_designs.py", "engineering-chemical-materials", "--subdomain", design.subdomain, "--repos", "1"
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"## {design.subdomain} (seeds ")
+    first = design.outcomes[0]
+    row = next(line for line in lines if line.startswith(f"  {first.column}: p1 "))
+    assert " p50 " in row and " p99 " in row and "sd within a file" in row and "[outcome " in row
+    assert any(line.startswith(f"  mean {first.column} by ") for line in lines)
+    for args, message in [
+        (("no-such-field",), "no field 'no-such-field'"),
+        (("engineering-chemical-materials", "--subdomain", "Cooking"), "has no subdomain 'Cooking'"),
+        (("engineering-chemical-materials", "--repos", "0"), "--repos must be between 1 and 20"),
+    ]:
+        bad = _script("profile_designs.py", *args)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_review_sample_script_shows_what_an_agent_sees(tmp_path: Path) -> None:
     """The reviewer's packets: the drawn seeds, each with its subdomain, tree, README and the head of two files."""
     out = tmp_path / "review"
