@@ -33,6 +33,7 @@ from generators.spec import (
     NA_LIKE,
     PATH_TOKEN_RE,
     PREFIX_RE,
+    ROW_NAME,
     SPECIAL_PLACEHOLDERS,
     Params,
     PathVariable,
@@ -577,7 +578,7 @@ def _cross_checks(d: Design, where: str) -> None:
     for column in columns:
         if columns.count(column) > 1:
             raise DesignError(f"{where}: column {column!r} is used twice")
-        if column in SPECIAL_PLACEHOLDERS or column in expr.RESERVED_NAMES or "__" in column:
+        if column in SPECIAL_PLACEHOLDERS or column == ROW_NAME or column in expr.RESERVED_NAMES or "__" in column:
             raise DesignError(f"{where}: column {column!r} is a reserved name")
     causes = {f.column for f in d.factors} | {m.column for m in d.measures}
     categorical = {f.column for f in d.factors if not f.numeric} | {
@@ -586,27 +587,28 @@ def _cross_checks(d: Design, where: str) -> None:
     numeric = {f.column for f in d.factors if f.numeric} | {m.column for m in d.measures if m.type != "categorical"}
     levels = {f.column: tuple(str(v) for v in f.values) for f in d.factors if not f.numeric}
     levels |= {m.column: m.values for m in d.measures if m.type == "categorical"}
-    # A formula may read the time (days since the study start, so ``t % 1`` is the time of day: sunlight, traffic);
-    # the time causes no response, since a hypothesis about it would be about the calendar, not the study.
-    clock_time = {d.timestamp.column} if d.timestamp is not None else set()
+    # A formula may read the time (days since the study start, so ``t % 1`` is the time of day: sunlight, traffic)
+    # and the record's position in its file (``row``: what climbs within a file). Neither causes a response: a
+    # hypothesis about them would be about the calendar or the file, not the study.
+    formula_only = {ROW_NAME} | ({d.timestamp.column} if d.timestamp is not None else set())
     if sum(not o.derived for o in d.outcomes) < 2:
         raise DesignError(f"{where}: at least two outcomes must be responses (without a formula)")
     for outcome in d.outcomes:
         if outcome.derived:
             try:
-                expr.check(outcome.formula, expr.Scope(frozenset(numeric | clock_time), levels))
+                expr.check(outcome.formula, expr.Scope(frozenset(numeric | formula_only), levels))
             except expr.ExpressionError as exc:
                 raise DesignError(
                     f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures, earlier outcomes "
-                    "and the timestamp)"
+                    "the timestamp and row)"
                 ) from None
         for parent, direction in outcome.parents:
-            if parent in clock_time and outcome.derived:
+            if parent in formula_only and outcome.derived:
                 continue
-            if parent in clock_time:
+            if parent in formula_only:
                 raise DesignError(
-                    f"{where}: outcome {outcome.column!r} has the timestamp {parent!r} as a cause: use it in a formula "
-                    "(the time of day is its value % 1)"
+                    f"{where}: outcome {outcome.column!r} has {parent!r} as a cause: the time and a record's position "
+                    "are read by formulas only (the time of day is the timestamp % 1)"
                 )
             if parent not in causes:
                 raise DesignError(

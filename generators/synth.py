@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from generators import clock, expr, numfmt
 from generators.rng import Stream, prefetch_uniforms, root_stream
-from generators.spec import Spec, Variable
+from generators.spec import ROW_NAME, Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -299,6 +299,8 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
     stream = root_stream(spec.seed, spec.universe, "file", path)
     n = n_rows(spec, stream) if rows is None else rows
     env = placeholder_env(spec, values, n, plan.read)
+    if ROW_NAME in plan.read:
+        env[ROW_NAME] = np.arange(n, dtype=np.float64)
     columns: list[Column] = []
     subs = stream.children([step.variable.column for step in plan.steps])
     prefetch_uniforms(subs, [int(step.draws[0] * n) + step.draws[1] for step in plan.steps])

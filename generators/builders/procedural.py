@@ -26,6 +26,7 @@ from generators.rng import Stream, root_stream
 from generators.spec import (
     DATE_FORMATS,
     EXTENSIONS,
+    ROW_NAME,
     VALUE_STYLES,
     Context,
     Distribution,
@@ -290,6 +291,7 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
     wanted.add(0)
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
     present = {pv.column for pv in spec.path_variables}
+    present.add(ROW_NAME)  # a formula may read a record's position in its file
     if design.timestamp is not None:  # always a column: a formula may read the time
         present.add(design.timestamp.column)
     outcomes: list[Outcome] = []
@@ -348,7 +350,8 @@ class _Reference:
     def __init__(self, spec: Spec, rs: Stream) -> None:
         self.rs = rs
         self.n = REFERENCE_ROWS
-        self.env: dict[str, expr.Column] = {}
+        # A record's position in its file, as in a file of 256 rows (no draw: the other draws stay as they were).
+        self.env: dict[str, expr.Column] = {ROW_NAME: np.arange(self.n, dtype=np.float64)}
         self.inputs: list[_Input] = []
         placeholders = set(spec.template.placeholders)
         if "researcher" in placeholders:
@@ -428,12 +431,13 @@ def _dependent(
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
     causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]
     terms = [
-        _term(i, d, (outcome.column, i.name) in flips, spread, rs, outcome.level_effects(i.name)) for i, d in causes
+        _term(i, d, (outcome.column, i.name) in flips, spread, rs, reference, outcome.level_effects(i.name))
+        for i, d in causes
     ]
     nuisance = [inputs[n] for n in _NUISANCE_LABELS if n in inputs and (inputs[n].categories or inputs[n].sd > 0)]
     if nuisance and rs.chance(0.25):  # drift or a researcher effect: the confounders a real study has
         source = rs.pick(nuisance)
-        term = _term(source, rs.pick((-1, 1)) if not source.categories else 0, False, 0.5 * spread, rs)
+        term = _term(source, rs.pick((-1, 1)) if not source.categories else 0, False, 0.5 * spread, rs, reference)
         terms.append(replace(term, nuisance=True))
     numeric = [i for i, _ in causes if not i.categories]
     if len(numeric) >= 2 and rs.chance(0.2):
@@ -479,12 +483,20 @@ _MEAN_WEIGHT = sum(_WEIGHT_RANGE) / 2
 
 
 def _term(
-    source: _Input, direction: int, flipped: bool, spread: float, rs: Stream, levels: dict[str, float] | None = None
+    source: _Input,
+    direction: int,
+    flipped: bool,
+    spread: float,
+    rs: Stream,
+    reference: _Reference,
+    levels: dict[str, float] | None = None,
 ) -> _Term:
     """One cause's contribution, worth a random share of the outcome's spread, moving the outcome in the
     design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction. A
     categorical cause takes the design's expected effect of each level (``levels``, in multiples of the spread),
-    else an effect drawn at random per level."""
+    else an effect drawn at random per level. A numeric cause's monotone shape is scaled on the reference sample so
+    that the term varies by its share of the spread whatever the shape: a saturating law of a cause that varies
+    little around its mean would otherwise hardly move the outcome."""
     weight = rs.uniform_range(*_WEIGHT_RANGE, 1)[0] * spread
     if source.categories:
         if levels is not None:  # the design's effects, scaled by a share of the spread drawn per repository
@@ -501,6 +513,15 @@ def _term(
         code = f" + lookup({source.name}, {{{table}}})"
         return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order)
     x, m, s = source.name, source.mean, source.sd
+
+    def scaled(basis: str, sign: float, amplitude: float) -> str:
+        """``basis`` times the coefficient that makes it vary by ``weight`` over the middle of the reference sample
+        (half its 16th-84th percentile range, the sd of a normal law); a cause that is mostly one value (a rare
+        event) keeps the fixed ``amplitude`` instead, lest one rare record swing the outcome by many spreads."""
+        low, high = np.percentile(reference.evaluate(basis), [16, 84])
+        coefficient = weight / (0.5 * (high - low)) if high > low else amplitude * weight
+        return _signed(sign * coefficient, f"*{basis}")
+
     if direction == 0:
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).
         bump = f"*exp(-0.5*(({x} - {_num(m)})/{_num(s)})**2)"
@@ -509,13 +530,13 @@ def _term(
     shape = rs.pick_weighted(_MONOTONE_SHAPES, (4, 2, 1.5, 1, 1))
     positive = source.low >= 0 and m > 0
     if shape == "saturating" and positive:
-        code = _signed(actual * 2.5 * weight, f"*{x}/({x} + {_num(m)})")
+        code = scaled(f"{x}/({x} + {_num(m)})", actual, 2.5)
     elif shape == "decay" and positive:  # exp(-x/m) falls with x: a positive amplitude lowers the outcome
-        code = _signed(-actual * 2.0 * weight, f"*exp(-{x}/{_num(m)})")
+        code = scaled(f"exp(-{x}/{_num(m)})", -actual, 2.0)
     elif shape == "log" and positive:
-        code = _signed(actual * 1.5 * weight, f"*log1p({x}/{_num(m)})")
+        code = scaled(f"log1p({x}/{_num(m)})", actual, 1.5)
     elif shape == "threshold":
-        code = _signed(actual * 1.5 * weight, f"*where({x} > {_num(m)}, 1, 0)")
+        code = scaled(f"where({x} > {_num(m)}, 1, 0)", actual, 1.5)
     else:
         shape = "linear"
         code = _signed(actual * weight / s, f"*({x} - {_num(m)})")

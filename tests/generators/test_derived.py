@@ -16,7 +16,7 @@ from generators import expr
 from generators.builders.procedural import build_spec
 from generators.designs import DesignError, designs
 from generators.repository import Repository
-from generators.spec import Spec, SpecError, Variable, World, validate
+from generators.spec import ROW_NAME, Spec, SpecError, Variable, World, validate
 from generators.synth import fold, placeholder_env
 from tests.generators.design_fixture import fixture_file, load_fixture
 
@@ -118,12 +118,17 @@ def test_derived_columns_hold_their_definition_in_the_written_files() -> None:
 
 
 def _env(repo: Repository, path: str, table: Any) -> dict[str, expr.Column]:
-    """The table's columns, and the file's conditions, as expression inputs."""
+    """The table's columns, and the file's conditions, as expression inputs: a time as days since the study start
+    read from its text, ``row`` as the record's position in the file."""
     spec = repo.spec
-    env: dict[str, expr.Column] = {}
+    env: dict[str, expr.Column] = {ROW_NAME: np.arange(table.n_rows, dtype=np.float64)}
     for column in table.columns:
         variable = spec.variable(column.name)
-        if variable.role in ("identifier", "datetime"):
+        if variable.role == "identifier":
+            continue
+        if variable.role == "datetime":
+            elapsed = np.array(column.text, dtype="datetime64[s]") - np.datetime64(spec.start_date, "s")
+            env[column.name] = elapsed.astype(np.float64) / 86_400
             continue
         if column.type == "categorical":
             codes = np.array([variable.categories.index(v) for v in column.values], dtype=np.int64)

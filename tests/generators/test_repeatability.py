@@ -1,8 +1,10 @@
-"""How records of one condition repeat (a design outcome's ``residual``) and formulas that read the time of day
-(issue 24): a lift coefficient at a fixed angle repeats to 0.01, sunlight is zero at night."""
+"""How records of one condition repeat (a design outcome's ``residual``), and formulas that read the time of day and
+a record's position in its file (issue 24): a lift coefficient at a fixed angle repeats to 0.01, sunlight is zero at
+night, a cell's cycles climb through its file."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,8 +14,8 @@ import pytest
 from generators.builders import procedural
 from generators.designs import DesignError
 from generators.repository import Repository
-from generators.spec import Params, Spec
-from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design
+from generators.spec import Params, Spec, SpecError, validate
+from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design, with_changed_column
 
 _RESIDUAL = 1.5  # MPa: the yield strength of one alloy and anneal repeats to this
 
@@ -150,9 +152,62 @@ def test_a_formula_reads_the_time_of_day_from_the_timestamp(monkeypatch: pytest.
 def test_the_timestamp_is_no_cause_of_a_response() -> None:
     data = _daylight_fixture()
     _outcome(data, "yield_mpa")["parents"] = {"alloy": 0, "tested_at": 1}
-    with pytest.raises(DesignError, match="has the timestamp 'tested_at' as a cause: use it in a formula"):
+    with pytest.raises(
+        DesignError, match="has 'tested_at' as a cause: the time and a record's position are read by formulas only"
+    ):
         load_fixture(data)
     unknown = _daylight_fixture()
     _outcome(unknown, "hour_of_day")["formula"] = "floor((tested_on % 1) * 24)"
-    with pytest.raises(DesignError, match=r"formula of 'hour_of_day'.*and the timestamp"):
+    with pytest.raises(DesignError, match=r"formula of 'hour_of_day'.*the timestamp and row"):
         load_fixture(unknown)
+
+
+def _counted_fixture() -> dict[str, Any]:
+    """The fixture with a cycle count that climbs through each file and a strength that falls with it."""
+    data = fixture_file()
+    outcomes = data["designs"][0]["outcomes"]
+    outcomes[:0] = [
+        {
+            "column": "cycles_run", "name": "cycles run", "unit": "count", "description": "Cycles before the test.",
+            "formula": "row * 25", "min": 0, "max": None, "decimals": 0,
+        }
+    ]  # fmt: skip
+    _outcome(data, "yield_mpa").update(parents={"alloy": 0, "anneal_c": -1, "cycles_run": -1}, residual=5)
+    return data
+
+
+def test_a_formula_reads_the_records_position_in_its_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``row`` is 0 for a file's first record and climbs by one per record, in every file and format; a response
+    caused by what it counts follows it."""
+    specs = specs_with_design(monkeypatch, load_fixture(_counted_fixture()), 6)
+    files = 0
+    for spec in specs:
+        repo = Repository(spec)
+        for path in repo.data_paths()[:4]:
+            table = repo.table(path)
+            cycles = np.asarray(table.column("cycles_run").values, dtype=np.float64)
+            assert np.array_equal(cycles, 25.0 * np.arange(table.n_rows))
+            if "yield_mpa" in table.names and table.n_rows >= 30:
+                strength = np.asarray(table.column("yield_mpa").values, dtype=np.float64)
+                assert np.corrcoef(cycles, strength)[0, 1] < -0.3
+            files += 1
+    assert files >= 10
+    assert any("row" in (v.expression or "") for v in specs[0].variables)
+
+
+def test_row_is_no_name_for_a_column() -> None:
+    data = fixture_file()
+    data["designs"][0]["measures"][0]["column"] = "row"
+    with pytest.raises(DesignError, match="column 'row' is a reserved name"):
+        load_fixture(data)
+
+
+def test_a_spec_refuses_row_as_a_column_or_path_variable_name() -> None:
+    spec = procedural.build_spec(118)
+    with pytest.raises(SpecError, match="'row' is a reserved or path name"):
+        validate(with_changed_column(spec, "independent", column="row"))
+    renamed = dataclasses.replace(
+        spec, path_variables=(dataclasses.replace(spec.path_variables[0], column="row"), *spec.path_variables[1:])
+    )
+    with pytest.raises(SpecError, match="'row' is a reserved name"):
+        validate(renamed)
