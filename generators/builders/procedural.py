@@ -57,6 +57,7 @@ class _Input:
     mean: float = 0.0
     sd: float = 0.0
     low: float = 0.0
+    condition: bool = False  # a path variable: what the study varies
 
 
 @dataclass
@@ -365,7 +366,7 @@ class _Reference:
         for pv in spec.path_variables:
             if pv.numeric:
                 values = np.array(pv.values, dtype=np.float64)
-                self._numeric(pv.column, pv.name, values[rs.integers(0, len(values), self.n)])
+                self._numeric(pv.column, pv.name, values[rs.integers(0, len(values), self.n)], condition=True)
             else:
                 self._categorical(pv.column, pv.name, tuple(str(v) for v in pv.values))
 
@@ -374,11 +375,16 @@ class _Reference:
         self.env[name] = expr.Categorical(codes, categories)
         self.inputs.append(_Input(name, label, categories=categories))
 
-    def _numeric(self, name: str, label: str, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+    def _numeric(
+        self, name: str, label: str, values: np.ndarray[Any, np.dtype[np.float64]], condition: bool = False
+    ) -> None:
         self.env[name] = values
         self.inputs.append(
-            _Input(name, label, mean=float(values.mean()), sd=float(values.std()), low=float(values.min()))
-        )
+            _Input(
+                name, label, mean=float(values.mean()), sd=float(values.std()), low=float(values.min()),
+                condition=condition,
+            )
+        )  # fmt: skip
 
     def add(self, variable: Variable) -> None:
         if variable.role == "identifier":
@@ -442,7 +448,10 @@ def _dependent(
     numeric = [i for i, _ in causes if not i.categories]
     if len(numeric) >= 2 and rs.chance(0.2):
         a, b = numeric[:2]
-        coef = rs.pick((-1, 1)) * rs.uniform_range(0.2, 0.5, 1)[0] * spread / (a.sd * b.sd)
+        # The interaction modifies the two main effects and never outweighs the weaker one, lest it turn the
+        # direction a hypothesis states around: its sd is a share of that main term's sd on the reference sample.
+        main = min(float(np.std(reference.evaluate("0" + t.code))) for t in terms if t.cause in (a.name, b.name))
+        coef = rs.pick((-1, 1)) * rs.uniform_range(0.2, 0.5, 1)[0] * main / (a.sd * b.sd)
         code = _signed(coef, f"*({a.name} - {_num(a.mean)})*({b.name} - {_num(b.mean)})")
         terms.append(_Term(f"{a.label}|{b.label}", code, 0, "interaction"))
     body = "".join(t.code for t in terms)
@@ -494,9 +503,10 @@ def _term(
     """One cause's contribution, worth a random share of the outcome's spread, moving the outcome in the
     design's ``direction`` (the opposite one when ``flipped``); the term records the design's direction. A
     categorical cause takes the design's expected effect of each level (``levels``, in multiples of the spread),
-    else an effect drawn at random per level. A numeric cause's monotone shape is scaled on the reference sample so
-    that the term varies by its share of the spread whatever the shape: a saturating law of a cause that varies
-    little around its mean would otherwise hardly move the outcome."""
+    else an effect drawn at random per level. A condition's monotone shape (a numeric path variable: what the study
+    varies) is scaled on the reference sample so that the term varies by its share of the spread whatever the
+    shape: a saturating law of gestational ages 24-32 weeks would otherwise hardly move a birth weight. A measure
+    recorded per row keeps the shape's fixed amplitude, since it adds to the scatter between records of one file."""
     weight = rs.uniform_range(*_WEIGHT_RANGE, 1)[0] * spread
     if source.categories:
         if levels is not None:  # the design's effects, scaled by a share of the spread drawn per repository
@@ -515,11 +525,11 @@ def _term(
     x, m, s = source.name, source.mean, source.sd
 
     def scaled(basis: str, sign: float, amplitude: float) -> str:
-        """``basis`` times the coefficient that makes it vary by ``weight`` over the middle of the reference sample
-        (half its 16th-84th percentile range, the sd of a normal law); a cause that is mostly one value (a rare
-        event) keeps the fixed ``amplitude`` instead, lest one rare record swing the outcome by many spreads."""
+        """``basis`` times the coefficient that makes a condition's term vary by ``weight`` over the middle of the
+        reference sample (half its 16th-84th percentile range, the sd of a normal law); a measure, or a condition
+        that is mostly one value, keeps the fixed ``amplitude`` (times ``weight``)."""
         low, high = np.percentile(reference.evaluate(basis), [16, 84])
-        coefficient = weight / (0.5 * (high - low)) if high > low else amplitude * weight
+        coefficient = weight / (0.5 * (high - low)) if high > low and source.condition else amplitude * weight
         return _signed(sign * coefficient, f"*{basis}")
 
     if direction == 0:
