@@ -599,8 +599,8 @@ def _cross_checks(d: Design, where: str) -> None:
                 expr.check(outcome.formula, expr.Scope(frozenset(numeric | formula_only), levels))
             except expr.ExpressionError as exc:
                 raise DesignError(
-                    f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures, earlier outcomes "
-                    "the timestamp and row)"
+                    f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures, earlier "
+                    "outcomes, the timestamp and row)"
                 ) from None
         for parent, direction in outcome.parents:
             if parent in formula_only and outcome.derived:

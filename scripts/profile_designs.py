@@ -60,9 +60,12 @@ def _level_order(level: str) -> tuple[int, float, str]:
 def _typical(outcome: Outcome) -> str:
     if outcome.derived:
         return f"= {outcome.formula}"
-    if outcome.scale == "log":
-        return f"~{_number(outcome.center)} ×/÷ 10^{_number(outcome.spread)}"
-    residual = f", repeat ±{_number(outcome.residual)}" if outcome.residual is not None else ""
+    log = outcome.scale == "log"
+    residual = ""
+    if outcome.residual is not None:
+        residual = f", repeat ±{_number(outcome.residual)}{' decades' if log else ''}"
+    if log:
+        return f"~{_number(outcome.center)} ×/÷ 10^{_number(outcome.spread)}{residual}"
     return f"{_number(outcome.center)} ± {_number(outcome.spread)}{residual}"
 
 
