@@ -23,7 +23,6 @@ from generators.builders import procedural
 from generators.data_files import taxonomy
 from generators.designs import Design, Outcome, designs
 from generators.repository import Repository
-from generators.rng import root_stream
 
 _SCAN_LIMIT = 2_000_000  # seeds scanned for repositories of a subdomain
 _FILES = 8  # data files read per repository
@@ -34,8 +33,7 @@ def seeds_by_subdomain(wanted: set[tuple[str, str]], start: int, count: int) -> 
     found: dict[tuple[str, str], list[int]] = defaultdict(list)
     open_keys = set(wanted)
     for seed in range(start, start + _SCAN_LIMIT):
-        context, _ = procedural._context(root_stream(seed, "", "spec").child("context"))
-        key = (context.field, context.subdomain)
+        key = procedural.subdomain_of(seed)
         if key in open_keys:
             found[key].append(seed)
             if len(found[key]) == count:

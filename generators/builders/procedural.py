@@ -79,7 +79,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     params = params or Params()
     world = world or World()
     rs = root_stream(seed, universe, "spec")
-    context, field = _context(rs.child("context"))
+    context, field = _context(rs)
     design = designs()[(field.name, context.subdomain)]
     context = replace(context, topic=design.topic, record=design.record)
     extension = rs.child("extension").pick(EXTENSIONS)
@@ -145,7 +145,15 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
 # --------------------------------------------------------------------------------------------------
 # Context, template, placeholders
 # --------------------------------------------------------------------------------------------------
-def _context(rs: Stream) -> tuple[Context, Field]:
+def subdomain_of(seed: int, universe: str = "") -> tuple[str, str]:
+    """(field, subdomain) of repository ``seed``, without building its spec: the context is drawn first and reads
+    no design, so this also holds when a test puts another design in place."""
+    context, _ = _context(root_stream(seed, universe, "spec"))
+    return context.field, context.subdomain
+
+
+def _context(spec_stream: Stream) -> tuple[Context, Field]:
+    rs = spec_stream.child("context")
     field = rs.pick(taxonomy())
     domain = rs.pick(field.domains)
     sub = rs.pick(domain.subdomains)
@@ -459,15 +467,15 @@ def _dependent(
     varying = reference.evaluate("0" + body)
     offset = float(_num(center - float(varying.mean())))
     expression = f"{_num(offset)}{body}"
-    deterministic = varying + offset
-    spread_seen = float(np.std(deterministic))
-    # The paper's noise (a share of the deterministic spread) and the differences between records of one file
-    # (a share of the design's typical spread): without the latter, a response caused mostly by the conditions a
-    # file fixes would hardly vary between its records.
-    measurement = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
-    noise = float(np.hypot(measurement, spec.params.residual_fraction * spread))
     if outcome.residual is not None and spec.params.residual_fraction > 0:  # the design knows how records repeat
         noise = outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
+    else:
+        # The paper's noise (a share of the deterministic spread) and the differences between records of one file
+        # (a share of the design's typical spread): without the latter, a response caused mostly by the conditions
+        # a file fixes would hardly vary between its records.
+        spread_seen = float(np.std(varying))  # the offset does not change it
+        measurement = spec.params.noise_fraction * (spread_seen if spread_seen > 0 else spread)
+        noise = float(np.hypot(measurement, spec.params.residual_fraction * spread))
     variable = Variable(
         outcome.name,
         outcome.column,
