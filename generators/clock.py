@@ -14,6 +14,13 @@ the spec keeps both on its datetime column, and synthesis asks :func:`record_tim
 - ``random``: times drawn uniformly in the working day of the file's day, sorted (generator versions 4-8, kept
   for spec files written by them and for columns whose design names no clock).
 
+A design may also say *when* records can be taken (a :class:`Window`, generator version 11): in some months of
+the year only (a growing season, a school term), between some hours of the day (a call centre's opening hours, a
+day shift), on weekdays only. Records keep their clock inside the window and skip what lies outside it: a
+half-hourly interval runs 08:00-20:00 and resumes the next open day, a Poisson stream of events is thinned to the
+open hours (still Poisson there), a session's working day becomes the window's hours, and a run, which goes on day
+and night once started, only starts in an open month.
+
 At ``date`` resolution the same times are cut to their day. Everything is whole seconds since 1970-01-01 (UTC:
 no local time anywhere), and every draw comes from the file's stream of the column, so times are deterministic.
 """
@@ -21,6 +28,7 @@ no local time anywhere), and every draw comes from the file's stream of the colu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
@@ -39,6 +47,76 @@ _UNITS = {"s": 1, "min": 60, "h": 3600, "d": DAY, "wk": WEEK}
 _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
 _CLOSED = ((1, 1), (12, 25), (12, 26))
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
+
+
+@dataclass(frozen=True)
+class Window:
+    """When a file's records may be taken: ``months`` of the year (1-12, increasing; empty: every month),
+    ``hours`` of the day as ``(start, end)`` whole hours, ``0 <= start < end <= 24`` (empty: the clock's own day,
+    08-18 for a session and the whole day otherwise), ``weekdays``: Monday to Friday only."""
+
+    months: tuple[int, ...] = ()
+    hours: tuple[int, ...] = ()
+    weekdays: bool = False
+
+
+def window_problem(window: Window, clock: str, every: int, resolution: str) -> str | None:
+    """Why ``window`` cannot time the records of (``clock``, ``every``) at ``resolution``, or None."""
+    if clock == "random":
+        return "a window needs a clock (interval, session, run or events)"
+    if not (window.months or window.hours or window.weekdays):
+        return "an empty window: name months, hours or weekdays"
+    months = window.months
+    if any(not 1 <= m <= 12 for m in months) or list(months) != sorted(set(months)):
+        return f"months are distinct increasing numbers from 1 to 12, got {list(months)}"
+    if len(months) == 12:
+        return "all twelve months: leave months out"
+    if window.hours:
+        if len(window.hours) != 2 or not 0 <= window.hours[0] < window.hours[1] <= 24:
+            return f"hours are [start, end] with 0 <= start < end <= 24, got {list(window.hours)}"
+        if resolution == "date":
+            return "hours need a time of day: the column's resolution is 'date'"
+        if clock == "run":
+            return "a run goes on day and night once started: it takes months, not hours"
+        if clock == "interval" and every < DAY and not _slots(window, every).size:
+            return f"no {format_every(every)} interval falls between {window.hours[0]}:00 and {window.hours[1]}:00"
+    if window.weekdays and clock == "session":
+        return "a session's records are on working days already: leave weekdays out"
+    return None
+
+
+def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) -> np.ndarray:
+    """Which of ``epoch_days`` are open days of ``window`` (Monday to Friday too where ``working``)."""
+    open_day = np.ones(epoch_days.shape, dtype=bool)
+    if window.months:
+        month = epoch_days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
+        open_day &= np.isin(month, window.months)
+    if window.weekdays or working:
+        open_day &= weekdays(epoch_days) < 5
+    return open_day
+
+
+def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
+    """:func:`in_window` of one day."""
+    return bool(in_window(np.array([epoch_day], dtype=np.int64), window, working=working)[0])
+
+
+def open_days(first_day: int, count: int, window: Window, *, working: bool = False) -> IntArray:
+    """The first ``count`` open days (epoch days) from ``first_day`` on, ``first_day`` itself where it is open."""
+    share = (len(window.months) or 12) / 12 * (5 / 7 if window.weekdays or working else 1)
+    length = int(count / share * 1.1) + 400
+    while True:
+        days = first_day + np.arange(length, dtype=np.int64)
+        found = days[in_window(days, window, working=working)]
+        if found.size >= count:
+            return np.asarray(found[:count], dtype=np.int64)
+        length *= 2
+
+
+def _slots(window: Window, every: int) -> IntArray:
+    """Seconds after midnight of the ``every`` grid that fall within the window's hours."""
+    low, high = (window.hours[0] * 3600, window.hours[1] * 3600) if window.hours else (0, DAY)
+    return np.arange(-(-low // every) * every, high, every, dtype=np.int64)
 
 
 def parse_every(text: str) -> int:
@@ -78,12 +156,22 @@ def cadence_problem(clock: str, every: int, resolution: str) -> str | None:
     return None
 
 
-def record_times(clock: str, every: int, first_day: int, stream: Stream, n: int, *, dated: bool) -> IntArray:
+def record_times(
+    clock: str, every: int, first_day: int, stream: Stream, n: int, *, dated: bool, window: Window | None = None
+) -> IntArray:
     """``n`` sorted record times (seconds since the epoch) of one file whose records start on the epoch day
     ``first_day`` (the path's date, or a day drawn for the file); ``dated``: the file's date came from its path,
-    so the first record is on that day even where it is a weekend."""
+    so the first record is on that day even where it is a weekend; ``window``: when records may be taken (a run
+    ignores it: its first day is an open one, chosen by the caller)."""
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if window is not None and clock != "run":
+        if clock == "interval":
+            return _interval_in(window, every, first_day, stream, n)
+        if clock == "session":
+            return _session_in(window, every, first_day, stream, n, dated=dated)
+        if clock == "events":
+            return _events_in(window, every, first_day, stream, n)
     if clock == "interval":
         return _interval(every, first_day, stream, n)
     if clock == "session":
@@ -95,9 +183,11 @@ def record_times(clock: str, every: int, first_day: int, stream: Stream, n: int,
     raise ValueError(f"record_times has no model for clock {clock!r}")
 
 
-def span_days(clock: str, every: int, rows: int) -> float:
+def span_days(clock: str, every: int, rows: int, window: Window | None = None) -> float:
     """At most how many days a file of ``rows`` records spans under this clock (the builder keeps a study's files
     before the present: a weekly series of 300 records runs almost six years)."""
+    if window is not None and clock != "run":
+        return _span_in(window, clock, every, rows)
     if clock in ("interval", "run"):
         return rows * every * 1.02 / DAY + 1  # a run's overhead is at most 2 %
     if clock == "events":
@@ -120,6 +210,11 @@ def is_working_day(day: date) -> bool:
 def weekday(epoch_day: int) -> int:
     """Monday 0 ... Sunday 6."""
     return (epoch_day + _THURSDAY) % 7
+
+
+def weekdays(epoch_days: IntArray) -> IntArray:
+    """:func:`weekday` of every day."""
+    return (epoch_days + _THURSDAY) % 7
 
 
 def _interval(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
@@ -189,3 +284,97 @@ def _events(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
     gaps = np.floor(stream.exponential(float(every), n)).astype(np.int64)
     gaps[0] = 0
     return start + np.cumsum(gaps)
+
+
+def open_share(window: Window, *, working: bool = False) -> float:
+    """The share of calendar days that are open (at least what ``in_window`` finds over whole years)."""
+    return (len(window.months) or 12) / 12 * (5 / 7 if window.weekdays or working else 1)
+
+
+def _hours(window: Window, clock: str) -> tuple[int, int]:
+    """The window's day as (first second, length in seconds): its hours, else the clock's own day."""
+    if window.hours:
+        return window.hours[0] * 3600, (window.hours[1] - window.hours[0]) * 3600
+    return (WORKDAY_START, WORKDAY_SECONDS) if clock == "session" else (0, DAY)
+
+
+def _span_in(window: Window, clock: str, every: int, rows: int) -> float:
+    """span_days inside a window: the open days the records need, spread over the calendar's open share, plus a
+    year where some months are closed (a season can end a day after the file starts; the next is a year away) or
+    a week otherwise."""
+    length = _hours(window, clock)[1]
+    if clock == "interval" and every < DAY:
+        needed = rows / _slots(window, every).size + 1
+    elif clock == "interval":
+        needed = rows * every / DAY
+    elif clock == "events":
+        needed = rows * every * 1.25 / length + 1
+    else:  # session
+        slack = _session_slack(length)
+        longest = every * _SESSION_SPREAD[1]
+        if longest <= length - slack:
+            needed = -(-rows // int((length - slack) // longest))
+        else:
+            needed = rows * max(1, round(longest / DAY))
+    share = open_share(window, working=clock == "session")
+    return needed / share * 1.1 + (366 if window.months else 7)
+
+
+def _session_slack(length: int) -> int:
+    """How late a session day's first record may start: 90 min, or a quarter of a short window (whole minutes)."""
+    return min(_FIRST_START_SLACK, length // 4 // 60 * 60)
+
+
+def _interval_in(window: Window, every: int, first_day: int, stream: Stream, n: int) -> IntArray:
+    if every < DAY:  # the logger's grid within the open hours, from some period of the first day
+        slots = _slots(window, every)
+        index = stream.randint(0, slots.size - 1) + np.arange(n, dtype=np.int64)
+        days = open_days(first_day, int(index[-1] // slots.size) + 1, window)
+        return days[index // slots.size] * DAY + slots[index % slots.size]
+    first = first_day - weekday(first_day) if every % WEEK == 0 else first_day
+    hour = 3600 * stream.randint(window.hours[0], window.hours[1] - 1) if window.hours else _hour_of_work(stream)
+    length = int(n / open_share(window) * 1.1) + 400
+    while True:  # every k days from the first, keeping the open ones
+        days = first + np.arange(length, dtype=np.int64) * (every // DAY)
+        found = days[in_window(days, window)]
+        if found.size >= n:
+            return np.asarray(found[:n] * DAY + hour, dtype=np.int64)
+        length *= 2
+
+
+def _events_in(window: Window, every: int, first_day: int, stream: Stream, n: int) -> IntArray:
+    # A Poisson process over the open time only: arrivals counted in open seconds, then laid on the calendar's
+    # open hours of open days (thinning a Poisson process by a fixed window leaves it Poisson inside).
+    start, length = _hours(window, "events")
+    first = stream.randint(0, length - 1)
+    gaps = np.floor(stream.exponential(float(every), n)).astype(np.int64)
+    gaps[0] = 0
+    open_at = first + np.cumsum(gaps)
+    days = open_days(first_day, int(open_at[-1] // length) + 1, window)
+    return days[open_at // length] * DAY + start + open_at % length
+
+
+def _session_in(window: Window, every: int, first_day: int, stream: Stream, n: int, *, dated: bool) -> IntArray:
+    takes = np.round(every * stream.uniform_range(*_SESSION_SPREAD, n)).astype(np.int64)
+    start, length = _hours(window, "session")
+    slack = _session_slack(length)
+    longest = every * _SESSION_SPREAD[1]
+    if longest <= length - slack:  # several records a window day, ending by its close (as in _session)
+        per_day = int((length - slack) // longest)
+        work_days = day_of = np.arange(n, dtype=np.int64) // per_day
+        before = np.cumsum(takes) - takes
+        offsets = before - before[day_of * per_day]
+    else:
+        work_days = np.concatenate(([0], np.cumsum(np.maximum(1, np.round(takes / DAY)).astype(np.int64))[:-1]))
+        day_of = np.arange(n, dtype=np.int64)
+        offsets = np.zeros(n, dtype=np.int64)
+    day_starts = stream.integers(0, slack // 60 + 1, int(day_of[-1]) + 1) * 60
+    count = int(work_days[-1]) + 1
+    if dated and not is_open(first_day, window, working=True):
+        days = np.concatenate(([first_day], open_days(first_day + 1, count - 1, window, working=True)))
+    else:  # the path's date, or the first open day from the drawn one
+        days = open_days(first_day, count, window, working=True)
+    times = days[work_days] * DAY + start + day_starts[day_of] + offsets
+    if every >= 300:
+        times = times // 60 * 60
+    return np.asarray(times, dtype=np.int64)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from generators import clock, expr
+from generators.clock import Window
 from generators.spec import (
     CATEGORY_RE,
     COLUMN_RE,
@@ -147,6 +148,9 @@ class Timestamp:
     # design that names no clock).
     clock: str = "random"
     every: int = 0
+    # When records can be taken (generators.clock.Window): months (a growing season, a school term), hours of the
+    # day (opening hours, a day shift), weekdays only; None: whenever the clock runs.
+    window: Window | None = None
 
 
 @dataclass(frozen=True)
@@ -506,13 +510,33 @@ def _clock(t: _Obj, resolution: str) -> tuple[str, int]:
     return name, every
 
 
+def _window(t: _Obj, clock_name: str, every: int, resolution: str) -> Window | None:
+    """A timestamp's window (``months``, ``hours``, ``weekdays``), or None where it names none."""
+    if not {"months", "hours", "weekdays"} & set(t.data):
+        return None
+    parts: dict[str, tuple[int, ...]] = {}
+    for key in ("months", "hours"):
+        value = t.data.get(key, [])
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise DesignError(f"{t.where}.{key}: expected a list of whole numbers")
+        parts[key] = tuple(value)
+    weekdays = t.data.get("weekdays", False)
+    if not isinstance(weekdays, bool):
+        raise DesignError(f"{t.where}.weekdays: expected true or false")
+    window = Window(parts["months"], parts["hours"], weekdays)
+    problem = clock.window_problem(window, clock_name, every, resolution)
+    if problem is not None:
+        raise DesignError(f"{t.where}: {problem}")
+    return window
+
+
 def start_room(design: Design, rows_max: int = ROWS_MAX) -> int | None:
     """Days from the design's first possible start (1 January of ``since``, else of FIRST_YEAR) to the latest start
     that lets its longest file (``rows_max`` records), begun a year into the study, end by DATA_END; negative when
     no start can; None for a design without a timestamp (its records take one day)."""
     if design.timestamp is None:
         return None
-    span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max)
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max, design.timestamp.window)
     first = date(design.since or FIRST_YEAR, 1, 1)
     return (DATA_END - timedelta(days=FILE_START_DAYS + math.ceil(span)) - first).days
 
@@ -523,7 +547,7 @@ def _check_span(design: Design, where: str) -> None:
     if room is None or room >= 0:
         return
     assert design.timestamp is not None
-    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX)
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX, design.timestamp.window)
     every = clock.format_every(design.timestamp.every)
     raise DesignError(
         f"{where}.timestamp.every: {ROWS_MAX} records every {every} span {span / 365.25:.1f} years, which cannot "
@@ -548,13 +572,19 @@ def _design(field: str, data: object, where: str) -> Design:
     timestamp = None
     if "timestamp" in o.data:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
-        t.check_keys(("column", "name", "description"), ("resolution", "clock", "every"))
+        t.check_keys(("column", "name", "description"), ("resolution", "clock", "every", "months", "hours", "weekdays"))
         resolution = t.text("resolution") if "resolution" in t.data else "datetime"
         if resolution not in TIMESTAMP_RESOLUTIONS:
             raise DesignError(f"{where}.timestamp.resolution: expected one of {', '.join(TIMESTAMP_RESOLUTIONS)}")
         clock_name, every = _clock(t, resolution)
         timestamp = Timestamp(
-            t.text("column", COLUMN_RE), t.text("name"), t.text("description"), resolution, clock_name, every
+            t.text("column", COLUMN_RE),
+            t.text("name"),
+            t.text("description"),
+            resolution,
+            clock_name,
+            every,
+            _window(t, clock_name, every, resolution),
         )
     design = Design(
         field=field,

@@ -409,10 +409,14 @@ def _clocked(spec: Spec, variable: Variable, values: dict[str, str | int | float
     file (generators.clock)."""
     if "date" in values:
         first_day, dated = _epoch_seconds(str(values["date"])) // _DAY_SECONDS, True
-    else:
+    elif variable.window is None:
         first_day = _epoch_seconds(spec.start_date) // _DAY_SECONDS + int(stream.integers(0, _STUDY_DAYS, 1)[0])
         dated = False
-    return clock.record_times(variable.clock, variable.every, first_day, stream, n, dated=dated)
+    else:  # a day of the study on which the window lets records start
+        days = _epoch_seconds(spec.start_date) // _DAY_SECONDS + np.arange(_STUDY_DAYS, dtype=np.int64)
+        days = days[clock.in_window(days, variable.window, working=variable.clock == "session")]
+        first_day, dated = int(days[int(stream.integers(0, days.size, 1)[0])]), False
+    return clock.record_times(variable.clock, variable.every, first_day, stream, n, dated=dated, window=variable.window)
 
 
 def _timestamps(spec: Spec, values: dict[str, str | int | float], stream: Stream, n: int) -> IntArray:

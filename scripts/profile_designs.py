@@ -75,12 +75,16 @@ def profile(design: Design, seeds: list[int]) -> str:
     within: dict[str, list[float]] = defaultdict(list)
     by_level: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     sample: list[str] = []
+    times: list[np.ndarray] = []  # seconds since the epoch of the timestamp column, per file
+    stamp = design.timestamp.column if design.timestamp is not None else None
     for seed in seeds:
         repo = Repository(procedural.build_spec(seed))
         for number, path in enumerate(repo.data_paths()[:_FILES]):
             table = repo.table(path)
             levels = repo.tree.placeholder_values(repo.tree.file_index(path.split("/")) or 0)
             for column in table.columns:
+                if column.name == stamp and np.issubdtype(np.asarray(column.values).dtype, np.integer):
+                    times.append(np.asarray(column.values, dtype=np.int64))
                 if not column.numeric:
                     continue
                 values = np.asarray(column.values, dtype=np.float64)
@@ -112,7 +116,24 @@ def profile(design: Design, seeds: list[int]) -> str:
             ordered = sorted(means.items(), key=lambda item: _level_order(item[0]))
             shown = "  ".join(f"{level}: {_number(float(np.mean(m)))}" for level, m in ordered)
             lines.append(f"  mean {name} by {variable}: {shown}")
+    if times:
+        lines.append("  " + _when(times))
     return "\n".join(lines + sample) + "\n"
+
+
+def _when(times: list[np.ndarray]) -> str:
+    """When the records were taken: months and hours seen, the weekend share and a file's median span."""
+    seconds = np.concatenate(times)
+    days = seconds // 86_400
+    months = sorted(set((days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1).tolist()))
+    hours = np.bincount((seconds % 86_400) // 3600, minlength=24)
+    open_hours = [h for h in range(24) if hours[h]]
+    weekend = float(np.mean((days + 3) % 7 >= 5))
+    span = float(np.median([(t[-1] - t[0]) / 86_400 for t in times]))
+    return (
+        f"times: months {months}  hours {open_hours[0]}-{open_hours[-1]} ({len(open_hours)} of 24 seen)  "
+        f"weekend {weekend:.0%}  a file spans {_number(span)} days (median)"
+    )
 
 
 def main() -> int:

@@ -110,7 +110,13 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     researchers = _researchers(people, people.randint(2, 5))
     day_stream = rs.child("dates")
     # A file named by a date is named by the day its work began: a working day (no weekend, New Year, Christmas).
-    working = [o for o in range(365) if clock.is_working_day(start + timedelta(days=o))]
+    window = design.timestamp.window if design.timestamp is not None else None
+    working = [
+        o
+        for o in range(365)
+        if clock.is_working_day(start + timedelta(days=o))
+        and (window is None or clock.is_open((start - date(1970, 1, 1)).days + o, window))
+    ]
     offsets = sorted(day_stream.sample(working, day_stream.randint(3, 14)))
     dates = tuple((start + timedelta(days=o)).isoformat() for o in offsets)
 
@@ -252,7 +258,8 @@ def _clock_of(design: Design) -> dict[str, Any]:
     """The design's time model for its timestamp column (random times where the design names none)."""
     if design.timestamp is None:
         return {}
-    return {"clock": design.timestamp.clock, "every": design.timestamp.every}
+    t = design.timestamp
+    return {"clock": t.clock, "every": t.every, "window": t.window}
 
 
 def _variables(

@@ -174,8 +174,8 @@ def assemble(base: Spec, text: str) -> Spec:
 
 
 def _inherit_clock(base: Spec, variables: object) -> None:
-    """A drafted datetime column without a clock takes the design's (the base spec's) where it fits the draft's
-    resolution: the model writes names and laws, the time model of the subdomain's records is data."""
+    """A drafted datetime column without a clock takes the design's (the base spec's), and its window, where they fit
+    the draft's resolution: the model writes names and laws, the time model of the subdomain's records is data."""
     if not isinstance(variables, list):
         return  # from_dict names the problem
     timed = next((v for v in base.variables if v.role == "datetime" and v.clock != "random"), None)
@@ -187,3 +187,10 @@ def _inherit_clock(base: Spec, variables: object) -> None:
         resolution = "date" if variable.get("type") == "date" else "datetime"
         if clock.cadence_problem(timed.clock, timed.every, resolution) is None:
             variable["clock"], variable["every"] = timed.clock, timed.every
+            window = timed.window
+            if window is not None and clock.window_problem(window, timed.clock, timed.every, resolution) is None:
+                variable["window"] = {
+                    "months": list(window.months),
+                    "hours": list(window.hours),
+                    "weekdays": window.weekdays,
+                }

@@ -48,7 +48,7 @@ def test_the_canonical_form_never_changes() -> None:
         spec = repo(seed).spec
         assert spec.to_dict() == _asdict_with_lists(spec), seed
         assert spec.to_json() == json.dumps(_asdict_with_lists(spec), indent=2, ensure_ascii=False) + "\n", seed
-    assert spec_digest(canonical_json(repo(118).spec)) == "f8734b38ee1d23c25bb14ab957c6e58e"
+    assert spec_digest(canonical_json(repo(118).spec)) == "6854104bb3d06adaffa374f792c24f4f"
 
 
 def _dependent_index(data: dict[str, Any]) -> int:
