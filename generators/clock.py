@@ -28,12 +28,13 @@ no local time anywhere), and every draw comes from the file's stream of the colu
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
 
-from generators.rng import IntArray, Stream
+from generators.rng import FloatArray, IntArray, Stream
 
 CLOCKS = ("random", "interval", "session", "run", "events")
 DAY = 86_400
@@ -52,8 +53,9 @@ _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is
 @dataclass(frozen=True)
 class Window:
     """When a file's records may be taken: ``months`` of the year (1-12, increasing; empty: every month),
-    ``hours`` of the day as ``(start, end)`` whole hours, ``0 <= start < end <= 24`` (empty: the clock's own day,
-    08-18 for a session and the whole day otherwise), ``weekdays``: Monday to Friday only."""
+    ``hours`` of the day as ``(start, end)`` whole hours from 0 to 24 (empty: the clock's own day, 08-18 for a
+    session and the whole day otherwise; ``end < start`` runs past midnight, a night shift ``(22, 6)``, and belongs
+    to the day it starts on), ``weekdays``: Monday to Friday only."""
 
     months: tuple[int, ...] = ()
     hours: tuple[int, ...] = ()
@@ -72,8 +74,8 @@ def window_problem(window: Window, clock: str, every: int, resolution: str) -> s
     if len(months) == 12:
         return "all twelve months: leave months out"
     if window.hours:
-        if len(window.hours) != 2 or not 0 <= window.hours[0] < window.hours[1] <= 24:
-            return f"hours are [start, end] with 0 <= start < end <= 24, got {list(window.hours)}"
+        if len(window.hours) != 2 or window.hours[0] == window.hours[1] or not all(0 <= h <= 24 for h in window.hours):
+            return f"hours are [start, end], whole hours from 0 to 24 that differ, got {list(window.hours)}"
         if resolution == "date":
             return "hours need a time of day: the column's resolution is 'date'"
         if clock == "run":
@@ -115,8 +117,8 @@ def open_days(first_day: int, count: int, window: Window, *, working: bool = Fal
 
 def _slots(window: Window, every: int) -> IntArray:
     """Seconds after midnight of the ``every`` grid that fall within the window's hours."""
-    low, high = (window.hours[0] * 3600, window.hours[1] * 3600) if window.hours else (0, DAY)
-    return np.arange(-(-low // every) * every, high, every, dtype=np.int64)
+    low, length = _hours(window, "interval")
+    return np.arange(-(-low // every) * every, low + length, every, dtype=np.int64)
 
 
 def parse_every(text: str) -> int:
@@ -292,9 +294,11 @@ def open_share(window: Window, *, working: bool = False) -> float:
 
 
 def _hours(window: Window, clock: str) -> tuple[int, int]:
-    """The window's day as (first second, length in seconds): its hours, else the clock's own day."""
+    """The window's day as (first second, length in seconds): its hours, else the clock's own day. A night's
+    window runs past midnight: its seconds go on beyond the day's 86 400."""
     if window.hours:
-        return window.hours[0] * 3600, (window.hours[1] - window.hours[0]) * 3600
+        start, end = window.hours
+        return start * 3600, ((end - start) % 24 or 24) * 3600
     return (WORKDAY_START, WORKDAY_SECONDS) if clock == "session" else (0, DAY)
 
 
@@ -332,7 +336,11 @@ def _interval_in(window: Window, every: int, first_day: int, stream: Stream, n: 
         days = open_days(first_day, int(index[-1] // slots.size) + 1, window)
         return days[index // slots.size] * DAY + slots[index % slots.size]
     first = first_day - weekday(first_day) if every % WEEK == 0 else first_day
-    hour = 3600 * stream.randint(window.hours[0], window.hours[1] - 1) if window.hours else _hour_of_work(stream)
+    if window.hours:  # one of the window's whole hours (after midnight, counted on the day the window opened)
+        start, length = _hours(window, "interval")
+        hour = start + 3600 * stream.randint(0, length // 3600 - 1)
+    else:
+        hour = _hour_of_work(stream)
     length = int(n / open_share(window) * 1.1) + 400
     while True:  # every k days from the first, keeping the open ones
         days = first + np.arange(length, dtype=np.int64) * (every // DAY)
@@ -378,3 +386,21 @@ def _session_in(window: Window, every: int, first_day: int, stream: Stream, n: i
     if every >= 300:
         times = times // 60 * 60
     return np.asarray(times, dtype=np.int64)
+
+
+def calendar(seconds: IntArray, names: Iterable[str]) -> dict[str, FloatArray]:
+    """The calendar names an expression reads (generators.spec.CALENDAR_NAMES) of a file's record times:
+    ``day_of_year`` (1.0 at 1 January 00:00, 1.5 at its noon), ``day_of_week`` (0 Monday ... 6 Sunday) and
+    ``elapsed_days`` (days since the file's first record)."""
+    days = seconds // DAY
+    found: dict[str, FloatArray] = {}
+    for name in names:
+        if name == "day_of_year":
+            stamps = days.astype("datetime64[D]")
+            new_year = stamps.astype("datetime64[Y]").astype("datetime64[D]")
+            found[name] = (stamps - new_year).astype(np.float64) + 1 + (seconds % DAY) / DAY
+        elif name == "day_of_week":
+            found[name] = weekdays(days).astype(np.float64)
+        elif name == "elapsed_days":
+            found[name] = (seconds - (seconds.min() if seconds.size else 0)) / DAY
+    return found

@@ -27,6 +27,7 @@ from typing import Any
 from generators import clock, expr
 from generators.clock import Window
 from generators.spec import (
+    CALENDAR_NAMES,
     CATEGORY_RE,
     COLUMN_RE,
     CONTINUOUS_DISTRIBUTIONS,
@@ -34,6 +35,7 @@ from generators.spec import (
     NA_LIKE,
     PATH_TOKEN_RE,
     PREFIX_RE,
+    RECORD_NAMES,
     ROW_NAME,
     SPECIAL_PLACEHOLDERS,
     Params,
@@ -608,7 +610,7 @@ def _cross_checks(d: Design, where: str) -> None:
     for column in columns:
         if columns.count(column) > 1:
             raise DesignError(f"{where}: column {column!r} is used twice")
-        if column in SPECIAL_PLACEHOLDERS or column == ROW_NAME or column in expr.RESERVED_NAMES or "__" in column:
+        if column in SPECIAL_PLACEHOLDERS or column in RECORD_NAMES or column in expr.RESERVED_NAMES or "__" in column:
             raise DesignError(f"{where}: column {column!r} is a reserved name")
     causes = {f.column for f in d.factors} | {m.column for m in d.measures}
     categorical = {f.column for f in d.factors if not f.numeric} | {
@@ -620,7 +622,9 @@ def _cross_checks(d: Design, where: str) -> None:
     # A formula may read the time (days since the study start, so ``t % 1`` is the time of day: sunlight, traffic)
     # and the record's position in its file (``row``: what climbs within a file). Neither causes a response: a
     # hypothesis about them would be about the calendar or the file, not the study.
-    formula_only = {ROW_NAME} | ({d.timestamp.column} if d.timestamp is not None else set())
+    # With a timestamp, also the record's calendar (day of year: seasons; day of week: weekends; days since the
+    # file's first record: what accumulates).
+    formula_only = {ROW_NAME} | ({d.timestamp.column, *CALENDAR_NAMES} if d.timestamp is not None else set())
     if sum(not o.derived for o in d.outcomes) < 2:
         raise DesignError(f"{where}: at least two outcomes must be responses (without a formula)")
     for outcome in d.outcomes:
@@ -630,15 +634,15 @@ def _cross_checks(d: Design, where: str) -> None:
             except expr.ExpressionError as exc:
                 raise DesignError(
                     f"{where}: formula of {outcome.column!r}: {exc} (it may use factors, measures, earlier "
-                    "outcomes, the timestamp and row)"
+                    "outcomes, row and, with a timestamp, the timestamp, day_of_year, day_of_week and elapsed_days)"
                 ) from None
         for parent, direction in outcome.parents:
             if parent in formula_only and outcome.derived:
                 continue
             if parent in formula_only:
                 raise DesignError(
-                    f"{where}: outcome {outcome.column!r} has {parent!r} as a cause: the time and a record's position "
-                    "are read by formulas only (the time of day is the timestamp % 1)"
+                    f"{where}: outcome {outcome.column!r} has {parent!r} as a cause: the time, the calendar and a "
+                    "record's position are read by formulas only (the time of day is the timestamp % 1)"
                 )
             if parent not in causes:
                 raise DesignError(

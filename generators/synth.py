@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from generators import clock, expr, numfmt
 from generators.rng import Stream, prefetch_uniforms, root_stream
-from generators.spec import ROW_NAME, Spec, Variable
+from generators.spec import CALENDAR_NAMES, ROW_NAME, Spec, Variable
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -26,6 +26,7 @@ _DAY_SECONDS = clock.DAY
 _WORKDAY_START = clock.WORKDAY_START
 _WORKDAY_SECONDS = clock.WORKDAY_SECONDS
 _STUDY_DAYS = 365
+_CALENDAR = frozenset(CALENDAR_NAMES)
 _EPOCH = date(1970, 1, 1)
 # numfmt's whole-array formatting has a fixed cost per call: it pays only for long columns.
 VECTOR_FORMAT_MIN_ROWS = 2048
@@ -324,6 +325,7 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
                 seconds = _timestamps(spec, values, sub, n)
             if step.read:
                 env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
+            env.update(clock.calendar(seconds, plan.read & _CALENDAR))
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="D" if by_day else "s").tolist()
             columns.append(Column(variable.column, "datetime", seconds, text))
         elif variable.type == "categorical":

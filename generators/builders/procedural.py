@@ -24,6 +24,7 @@ from generators.data_files import Field, names, taxonomy
 from generators.designs import FIRST_YEAR, LAST_YEAR, Design, Measure, Outcome, designs, start_room
 from generators.rng import Stream, root_stream
 from generators.spec import (
+    CALENDAR_NAMES,
     DATE_FORMATS,
     EXTENSIONS,
     ROW_NAME,
@@ -308,8 +309,9 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
     present = {pv.column for pv in spec.path_variables}
     present.add(ROW_NAME)  # a formula may read a record's position in its file
-    if design.timestamp is not None:  # always a column: a formula may read the time
+    if design.timestamp is not None:  # always a column: a formula may read the time and the record's calendar
         present.add(design.timestamp.column)
+        present.update(CALENDAR_NAMES)
     outcomes: list[Outcome] = []
     for i, outcome in enumerate(design.outcomes):
         if i not in wanted and len(outcomes) + (len(design.outcomes) - i) > 2:
@@ -367,7 +369,14 @@ class _Reference:
         self.rs = rs
         self.n = REFERENCE_ROWS
         # A record's position in its file, as in a file of 256 rows (no draw: the other draws stay as they were).
-        self.env: dict[str, expr.Column] = {ROW_NAME: np.arange(self.n, dtype=np.float64)}
+        position = np.arange(self.n, dtype=np.float64)
+        self.env: dict[str, expr.Column] = {
+            ROW_NAME: position,
+            # The calendar of records spread over a year, a week each seven rows, a quarter of a day apart.
+            "day_of_year": 1 + position * 365 / self.n,
+            "day_of_week": position % 7,
+            "elapsed_days": position / 4,
+        }
         self.inputs: list[_Input] = []
         placeholders = set(spec.template.placeholders)
         if "researcher" in placeholders:

@@ -29,11 +29,29 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
     days = times // clock.DAY
     of_day = times % clock.DAY
     weekly = variable.clock == "interval" and every % clock.WEEK == 0
+    window = variable.window
+    # A window's day opens at its first hour (a session's at 08:00 without one) and may run past midnight: a record
+    # belongs to the day its window opened on, and lies within the window's length after that opening.
+    if window is not None and window.hours:
+        opening, length = window.hours[0] * 3600, ((window.hours[1] - window.hours[0]) % 24 or 24) * 3600
+    elif variable.clock == "session":
+        opening, length = clock.WORKDAY_START, clock.WORKDAY_SECONDS
+    else:
+        opening, length = 0, clock.DAY
+    opened = (times - opening) // clock.DAY
+    offset = times - opening - opened * clock.DAY
+    if window is not None:
+        kept = 1 if variable.clock == "run" else len(times)  # a run only starts in the window, then runs through
+        checked = (days if by_day else opened)[:kept]
+        _assert_in_window(window, checked, offset[:kept], length, by_day=by_day, dated_first=first_day)
     if first_day is not None:
         start = first_day - clock.weekday(first_day) if weekly else first_day
         assert days[0] == start, "a file's first record is on its path's date (weekly: that week's Monday)"
     if variable.clock == "interval":
-        assert (gaps == every).all(), f"an interval of {every} s between every two records"
+        if window is None:
+            assert (gaps == every).all(), f"an interval of {every} s between every two records"
+        else:  # on the clock's grid, skipping what the window closes
+            assert (gaps >= every).all() and (gaps % every == 0).all(), gaps[:10]
         if every < clock.DAY:
             assert (times % every == 0).all(), "sub-day intervals fall on the clock's grid"
         elif not by_day:
@@ -41,24 +59,22 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
         if weekly:
             assert {clock.weekday(int(d)) for d in days} == {0}, "weekly records start the week (Monday)"
     elif variable.clock == "session":
-        later = days[days != first_day] if first_day is not None else days
+        working = opened if not by_day else days
+        later = working[days != first_day] if first_day is not None else working
         assert all(clock.weekday(int(d)) < 5 for d in later), "sessions run Monday to Friday"
         if not by_day:
-            assert (of_day >= clock.WORKDAY_START).all()
-            assert (of_day < clock.WORKDAY_START + clock.WORKDAY_SECONDS).all()
+            assert (offset < length).all(), "within the working day (08:00-18:00, or the window's hours)"
             if every >= 300:
                 assert (times % 60 == 0).all(), "records people time are written to the minute"
-            same_day = days[1:] == days[:-1]
+            same_day = opened[1:] == opened[:-1]
             took = gaps[same_day]
             assert (took >= 0.8 * every - 60).all() and (took <= 1.25 * every + 60).all(), took[:10]
-            # the day's records end by 18:00 (where a record fits in a working day at all)
+            # the day's records end by its close (where a record fits in a working day at all)
             last = np.append(~same_day, True)
-            assert (
-                every * 1.25 > clock.WORKDAY_SECONDS
-                or (of_day[last] + 0.8 * every - 60 <= clock.WORKDAY_START + clock.WORKDAY_SECONDS).all()
-            )
+            assert every * 1.25 > length or (offset[last] + 0.8 * every - 60 <= length).all()
         else:
-            per_day = max(1, int((clock.WORKDAY_SECONDS - 90 * 60) // (every * 1.25)))
+            slack = min(90 * 60, length // 4 // 60 * 60)
+            per_day = max(1, int((length - slack) // (every * 1.25)))
             assert max(np.unique(days, return_counts=True)[1]) <= per_day
     elif variable.clock == "run":
         assert not by_day
@@ -66,6 +82,8 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
         assert (gaps >= every).all() and (gaps <= every + max(1, every // 50)).all(), gaps[:10]
     elif variable.clock == "events":
         assert not by_day
+        if window is not None:  # gaps within one open period only, where the period is long beside them
+            gaps = gaps[opened[1:] == opened[:-1]] if length >= 20 * every else gaps[:0]
         if len(gaps) >= 150:  # a Poisson process: gaps average `every` and are as irregular as they are long
             mean = float(gaps.mean())
             assert 0.6 * every < mean < 1.5 * every, mean
@@ -79,3 +97,26 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
             assert set(days.tolist()) == {first_day}
     else:
         raise AssertionError(f"no checks for clock {variable.clock!r}")
+
+
+def _assert_in_window(
+    window: clock.Window,
+    opened: np.ndarray[Any, np.dtype[np.int64]],
+    offset: np.ndarray[Any, np.dtype[np.int64]],
+    length: int,
+    *,
+    by_day: bool,
+    dated_first: int | None,
+) -> None:
+    """Every record within the window: in its hours (measured from the day the window opened on, ``opened``; by
+    day, the record's day), on an open day (the path's date excepted: a dated file starts on its date)."""
+    if window.hours and not by_day:
+        assert (offset < length).all(), f"records between {window.hours[0]}:00 and {window.hours[1]}:00"
+    checked = opened
+    if dated_first is not None:
+        checked = checked[checked != dated_first]
+    if window.months:
+        months = checked.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
+        assert np.isin(months, window.months).all(), f"records only in months {list(window.months)}"
+    if window.weekdays:
+        assert (clock.weekdays(checked) < 5).all(), "records on weekdays only"

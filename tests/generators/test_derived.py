@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -117,9 +117,22 @@ def test_derived_columns_hold_their_definition_in_the_written_files() -> None:
     assert checked >= 50, f"only {checked} derived columns in seeds {SEEDS.start}-{SEEDS.stop - 1}"
 
 
+def _calendar(texts: list[str]) -> dict[str, expr.Column]:
+    """The calendar names of records, from their time text by the standard library (not the generator's code)."""
+    moments = [datetime.fromisoformat(t) for t in texts]
+    first = min(moments)
+    return {
+        "day_of_year": np.array(
+            [m.timetuple().tm_yday + (m.hour * 3600 + m.minute * 60 + m.second) / 86_400 for m in moments]
+        ),
+        "day_of_week": np.array([float(m.weekday()) for m in moments]),
+        "elapsed_days": np.array([(m - first).total_seconds() / 86_400 for m in moments]),
+    }
+
+
 def _env(repo: Repository, path: str, table: Any) -> dict[str, expr.Column]:
     """The table's columns, and the file's conditions, as expression inputs: a time as days since the study start
-    read from its text, ``row`` as the record's position in the file."""
+    and the record's calendar read from its text, ``row`` as the record's position in the file."""
     spec = repo.spec
     env: dict[str, expr.Column] = {ROW_NAME: np.arange(table.n_rows, dtype=np.float64)}
     for column in table.columns:
@@ -129,6 +142,7 @@ def _env(repo: Repository, path: str, table: Any) -> dict[str, expr.Column]:
         if variable.role == "datetime":
             elapsed = np.array(column.text, dtype="datetime64[s]") - np.datetime64(spec.start_date, "s")
             env[column.name] = elapsed.astype(np.float64) / 86_400
+            env |= _calendar(column.text)
             continue
         if column.type == "categorical":
             codes = np.array([variable.categories.index(v) for v in column.values], dtype=np.int64)

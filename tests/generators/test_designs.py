@@ -165,7 +165,7 @@ def test_measure_designs_script_meets_the_issue_thresholds() -> None:
 
 def test_profile_designs_script_shows_what_a_design_gives() -> None:
     """A designer's check: per column the range over files against the design's center ± spread, the scatter within
-    a file, and each outcome's mean per factor level; bad input is one line and exit 2."""
+    a file, each outcome's mean per factor level and when records were taken; bad input is one line and exit 2."""
     design = designs()[("Engineering - Chemical and Materials", "Heterogeneous Catalysis")]
     result = _script(
         "profile_designs.py", "engineering-chemical-materials", "--subdomain", design.subdomain, "--repos", "1"
@@ -177,6 +177,9 @@ def test_profile_designs_script_shows_what_a_design_gives() -> None:
     row = next(line for line in lines if line.startswith(f"  {first.column}: p1 "))
     assert " p50 " in row and " p99 " in row and "sd within a file" in row and "[outcome " in row
     assert any(line.startswith(f"  mean {first.column} by ") for line in lines)
+    assert design.timestamp is not None  # when the records were taken: months, hours, weekend share, a file's span
+    when = next(line for line in lines if line.startswith("  times: months ["))
+    assert " hours " in when and " weekend " in when and "a file spans " in when
     for args, message in [
         (("no-such-field",), "no field 'no-such-field'"),
         (("engineering-chemical-materials", "--subdomain", "Cooking"), "has no subdomain 'Cooking'"),

@@ -153,12 +153,13 @@ def test_the_timestamp_is_no_cause_of_a_response() -> None:
     data = _daylight_fixture()
     _outcome(data, "yield_mpa")["parents"] = {"alloy": 0, "tested_at": 1}
     with pytest.raises(
-        DesignError, match="has 'tested_at' as a cause: the time and a record's position are read by formulas only"
+        DesignError,
+        match="has 'tested_at' as a cause: the time, the calendar and a record's position are read by formulas only",
     ):
         load_fixture(data)
     unknown = _daylight_fixture()
     _outcome(unknown, "hour_of_day")["formula"] = "floor((tested_on % 1) * 24)"
-    with pytest.raises(DesignError, match=r"formula of 'hour_of_day'.*the timestamp and row"):
+    with pytest.raises(DesignError, match=r"formula of 'hour_of_day'.*row and, with a timestamp, the timestamp"):
         load_fixture(unknown)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,11 @@ _WINDOWS = [
     ("events", 3600, clock.Window(months=(4, 5), weekdays=True)),
     ("session", 2700, clock.Window(months=(3, 4, 5))),
     ("session", 1200, clock.Window(hours=(13, 17))),
-    ("session", 3 * 86_400, clock.Window(months=(1, 11, 12))),  # a winter season, written in increasing order
+    ("session", 3 * 86_400, clock.Window(months=(1, 11, 12))),
+    ("interval", 1800, clock.Window(hours=(22, 6))),  # a night shift, past midnight
+    ("interval", 86_400, clock.Window(hours=(20, 4), months=(1, 2, 11, 12))),
+    ("events", 600, clock.Window(hours=(19, 7), months=(4, 5, 6))),
+    ("session", 1800, clock.Window(hours=(22, 6))),  # a winter season, written in increasing order
 ]
 
 
@@ -40,13 +44,18 @@ def _calendar(times: np.ndarray) -> list[datetime]:
 
 
 def _assert_in(window: clock.Window, times: np.ndarray, *, working: bool) -> None:
+    start, end = window.hours or (0, 24)
     for moment in _calendar(times):
+        if start < end:
+            assert start <= moment.hour < end, moment
+            opened = moment
+        else:  # a night's window: its months and weekdays are those of the evening it opened
+            assert moment.hour >= start or moment.hour < end, moment
+            opened = moment - timedelta(hours=start) if moment.hour < end else moment
         if window.months:
-            assert moment.month in window.months, moment
-        if window.hours:
-            assert window.hours[0] <= moment.hour < window.hours[1], moment
+            assert opened.month in window.months, moment
         if window.weekdays or working:
-            assert moment.weekday() < 5, moment
+            assert opened.weekday() < 5, moment
 
 
 @pytest.mark.parametrize(("name", "every", "window"), _WINDOWS)
@@ -105,11 +114,13 @@ def test_a_dated_session_starts_on_its_date_even_when_closed() -> None:
         ("session", 2700, clock.Window(months=(6, 5)), "datetime", "distinct increasing numbers from 1 to 12"),
         ("session", 2700, clock.Window(months=(0, 5)), "datetime", "distinct increasing numbers from 1 to 12"),
         ("session", 2700, clock.Window(months=tuple(range(1, 13))), "datetime", "leave months out"),
-        ("session", 2700, clock.Window(hours=(18, 8)), "datetime", r"0 <= start < end <= 24"),
-        ("session", 2700, clock.Window(hours=(8,)), "datetime", r"0 <= start < end <= 24"),
+        ("session", 2700, clock.Window(hours=(8, 8)), "datetime", "whole hours from 0 to 24 that differ"),
+        ("session", 2700, clock.Window(hours=(8,)), "datetime", "whole hours from 0 to 24 that differ"),
+        ("session", 2700, clock.Window(hours=(20, 25)), "datetime", "whole hours from 0 to 24 that differ"),
         ("session", 86_400, clock.Window(hours=(8, 18)), "date", "resolution is 'date'"),
         ("run", 1200, clock.Window(hours=(8, 18)), "datetime", "a run goes on day and night"),
         ("interval", 6 * 3600, clock.Window(hours=(1, 5)), "datetime", "no 6h interval falls between 1:00 and 5:00"),
+        ("interval", 6 * 3600, clock.Window(hours=(19, 23)), "datetime", "no 6h interval falls between 19:00"),
         ("session", 2700, clock.Window(weekdays=True), "datetime", "on working days already"),
     ],
 )
@@ -136,7 +147,7 @@ def _fixture(**window: Any) -> dict[str, Any]:
         ({"hours": [8.5, 17]}, r"timestamp\.hours: expected a list of whole numbers"),
         ({"weekdays": "yes"}, r"timestamp\.weekdays: expected true or false"),
         ({"months": [13]}, r"timestamp: months are distinct increasing numbers"),
-        ({"hours": [20, 8]}, r"timestamp: hours are \[start, end\]"),
+        ({"hours": [20, 20]}, r"timestamp: hours are \[start, end\], whole hours from 0 to 24 that differ"),
     ],
 )
 def test_a_design_with_a_bad_window_is_refused_in_one_line(window: dict[str, Any], message: str) -> None:
@@ -221,3 +232,21 @@ def test_a_model_drafted_timestamp_takes_the_design_window(windowed_specs: list[
     drafted["type"] = "date"  # hours need a time of day: a draft dated by day keeps the clock, not the window
     timed = next(v for v in assemble(base, json.dumps(data)).variables if v.role == "datetime")
     assert (timed.clock, timed.window) == ("session", None)
+
+
+def test_a_run_starts_in_an_open_month_and_runs_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = fixture_file()
+    data["designs"][0]["timestamp"] |= {"clock": "run", "every": "20min", "resolution": "datetime", "months": [6, 7]}
+    specs = specs_with_design(monkeypatch, load_fixture(data), 4)
+    starts = 0
+    for spec in specs:
+        repo = Repository(spec)
+        variable = next(v for v in spec.variables if v.role == "datetime")
+        assert variable.window == clock.Window(months=(6, 7))
+        for path in repo.data_paths()[:6]:
+            text = repo.table(path).column(variable.column).text
+            assert datetime.fromisoformat(text[0]).month in (6, 7), path
+            gaps = np.diff([datetime.fromisoformat(t).timestamp() for t in text])
+            assert (gaps >= 1200).all() and (gaps <= 1200 + 24).all()  # back to back, day and night
+            starts += 1
+    assert starts >= 12
