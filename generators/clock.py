@@ -7,7 +7,8 @@ the spec keeps both on its datetime column, and synthesis asks :func:`record_tim
   intervals at :00, :05, ...; hourly readings on the hour; daily at one fixed hour; weekly on Mondays).
 - ``session``: records that people take one after another in working hours (08:00-18:00, Monday to Friday), each
   taking about ``every`` (0.8-1.25 times it), several a day, then on the next working day; times to the minute.
-- ``run``: an instrument's sequence started in working hours and then running around the clock, each run taking
+- ``run``: an instrument's sequence started in working hours (on a working day, unless the path dates it) and then
+  running around the clock, each run taking
   ``every`` plus a few seconds of overhead (an LC-MS injection every 20 min, a simulation every 2 h).
 - ``events``: arrivals that nobody schedules (emergency visits, police stops, particle or air-shower events, job
   submissions, posts): a Poisson process around the clock, gaps exponential with mean ``every``, to the second.
@@ -179,6 +180,8 @@ def record_times(
     if clock == "session":
         return _session(every, first_day, stream, n, dated=dated)
     if clock == "run":
+        if not dated and weekday(first_day) >= 5:  # someone starts the queue on a working day (version 11)
+            first_day += 7 - weekday(first_day)
         return _run(every, first_day, stream, n)
     if clock == "events":
         return _events(every, first_day, stream, n)

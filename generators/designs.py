@@ -56,6 +56,7 @@ FIRST_YEAR, LAST_YEAR = 2015, 2024  # the years in which the builder starts a st
 DATA_END = date(LAST_YEAR + 1, 12, 31)  # no record is dated later: the data of a study published by now
 FILE_START_DAYS = 365  # a file begins up to a year into the study (its path's date, or the day drawn for it)
 ROWS_MAX = Params().rows_max  # the most records a file holds: the longest file a design's clock must fit
+ROWS_LEAST = 5  # a design's files hold at least this many records (fewer leave most statistics undefined)
 
 
 class DesignError(ValueError):
@@ -134,6 +135,9 @@ class Identifier:
     name: str
     prefix: str
     description: str
+    # "per": "file": one id for the whole file (the specimen of a time sweep, the cell of a cycling log, the
+    # participant of a trial series), instead of a new id per record
+    per_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ class Design:
     # The first year a study of this design can have run (a method or instrument named among its levels exists
     # since then): the study starts in that year or later. 0: any year the generator draws (2015-2024).
     since: int = 0
+    # How many records one file holds, (fewest, most): a crash-test campaign's 6-40 tests, a chamber's members; None:
+    # the paper's law (about 160, from 20 to 300)
+    rows: tuple[int, int] | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -538,7 +545,8 @@ def start_room(design: Design, rows_max: int = ROWS_MAX) -> int | None:
     no start can; None for a design without a timestamp (its records take one day)."""
     if design.timestamp is None:
         return None
-    span = clock.span_days(design.timestamp.clock, design.timestamp.every, rows_max, design.timestamp.window)
+    longest = min(rows_max, design.rows[1]) if design.rows else rows_max
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, longest, design.timestamp.window)
     first = date(design.since or FIRST_YEAR, 1, 1)
     return (DATA_END - timedelta(days=FILE_START_DAYS + math.ceil(span)) - first).days
 
@@ -549,10 +557,11 @@ def _check_span(design: Design, where: str) -> None:
     if room is None or room >= 0:
         return
     assert design.timestamp is not None
-    span = clock.span_days(design.timestamp.clock, design.timestamp.every, ROWS_MAX, design.timestamp.window)
+    longest = design.rows[1] if design.rows else ROWS_MAX
+    span = clock.span_days(design.timestamp.clock, design.timestamp.every, longest, design.timestamp.window)
     every = clock.format_every(design.timestamp.every)
     raise DesignError(
-        f"{where}.timestamp.every: {ROWS_MAX} records every {every} span {span / 365.25:.1f} years, which cannot "
+        f"{where}.timestamp.every: {longest} records every {every} span {span / 365.25:.1f} years, which cannot "
         f"end by {DATA_END.isoformat()} for a study started in {design.since or FIRST_YEAR} or later"
     )
 
@@ -560,17 +569,18 @@ def _check_span(design: Design, where: str) -> None:
 def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
     o.check_keys(
-        ("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"), ("timestamp", "since")
+        ("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"),
+        ("timestamp", "since", "rows"),
     )
     since = o.data.get("since", 0)
     if isinstance(since, bool) or not isinstance(since, int) or not (since == 0 or FIRST_YEAR < since <= LAST_YEAR):
         raise DesignError(f"{where}.since: expected a year from {FIRST_YEAR + 1} to {LAST_YEAR}")
     identifiers = []
     for item in o.items("identifiers", 1, 2):
-        item.check_keys(("column", "name", "prefix", "description"))
+        item.check_keys(("column", "name", "prefix", "description"), ("per",))
         prefix = item.text("prefix", PREFIX_RE)
         column, name = item.text("column", COLUMN_RE), item.text("name")
-        identifiers.append(Identifier(column, name, prefix, item.text("description")))
+        identifiers.append(Identifier(column, name, prefix, item.text("description"), _per_file(item)))
     timestamp = None
     if "timestamp" in o.data:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
@@ -588,6 +598,16 @@ def _design(field: str, data: object, where: str) -> Design:
             every,
             _window(t, clock_name, every, resolution),
         )
+    rows = o.data.get("rows")
+    if rows is not None and (
+        not isinstance(rows, list)
+        or len(rows) != 2
+        or any(isinstance(r, bool) or not isinstance(r, int) for r in rows)
+        or not ROWS_LEAST <= rows[0] <= rows[1] <= ROWS_MAX
+    ):
+        raise DesignError(
+            f"{where}.rows: expected [fewest, most] records per file, {ROWS_LEAST} <= fewest <= most <= {ROWS_MAX}"
+        )
     design = Design(
         field=field,
         subdomain=o.text("subdomain"),
@@ -599,6 +619,7 @@ def _design(field: str, data: object, where: str) -> Design:
         measures=tuple(_measure(m) for m in o.items("measures", 3, 8)),
         outcomes=tuple(_outcome(y) for y in o.items("outcomes", 2, 8)),
         since=since,
+        rows=(rows[0], rows[1]) if rows is not None else None,
     )
     _cross_checks(design, where)
     _check_span(design, where)

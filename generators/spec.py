@@ -194,7 +194,8 @@ class Variable:
     prefix: str = ""
     decimals: int | None = None  # continuous: measurement precision, decimal places kept before writing
     step: float | None = None  # continuous: values are whole multiples of this (a scale read in half points)
-    # independent: one value per file, the same in every row (a site's rainfall that day), instead of one per row
+    # independent: one value per file, the same in every row (a site's rainfall that day), instead of one per row;
+    # identifier: one id for the whole file (generator version 11: the specimen of a time sweep)
     per_file: bool = False
     # dependent: "log" when the expression and the noise give the natural log of the value (value = exp(expression
     # + noise)), so causes and noise multiply a quantity that spans decades; "linear": value = expression + noise
@@ -793,8 +794,8 @@ def _validate_variables(spec: Spec) -> None:
             f"{where}.step: only a continuous column has a step",
         )
         _require(
-            not variable.per_file or variable.role == "independent",
-            f"{where}.per_file: only an independent column is drawn once per file",
+            not variable.per_file or variable.role in ("independent", "identifier"),
+            f"{where}.per_file: only an independent column or an identifier is one per file",
         )
         _require(variable.scale in SCALES, f"{where}.scale: {variable.scale!r} is not one of {', '.join(SCALES)}")
         _require(

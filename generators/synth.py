@@ -311,7 +311,12 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
             # Five-digit serial numbers from a random start, so ids look like lab codes and stay unique.
             start = sub.randint(10_000, 89_000)
             prefix = variable.prefix
-            ids = [f"{prefix}{number}" for number in range(start, start + n)]
+            # one id for the whole file where it records one specimen, cell or participant
+            ids = (
+                [f"{prefix}{start}"] * n
+                if variable.per_file
+                else [f"{prefix}{number}" for number in range(start, start + n)]
+            )
             columns.append(Column(variable.column, "string", np.array(ids, dtype=object), ids))
         elif variable.role == "datetime":
             by_day = variable.type == "date"

@@ -83,6 +83,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     context, field = _context(rs)
     design = designs()[(field.name, context.subdomain)]
     context = replace(context, topic=design.topic, record=design.record)
+    params = _rows_of(design, params)
     extension = rs.child("extension").pick(EXTENSIONS)
     start = _start_date(design, rs.child("start"), params.rows_max)
 
@@ -112,12 +113,9 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     day_stream = rs.child("dates")
     # A file named by a date is named by the day its work began: a working day (no weekend, New Year, Christmas).
     window = design.timestamp.window if design.timestamp is not None else None
-    working = [
-        o
-        for o in range(365)
-        if clock.is_working_day(start + timedelta(days=o))
-        and (window is None or clock.is_open((start - date(1970, 1, 1)).days + o, window))
-    ]
+    year = (start - date(1970, 1, 1)).days + np.arange(365, dtype=np.int64)
+    open_day = clock.in_window(year, window) if window is not None else np.ones(365, dtype=bool)  # one pass
+    working = [o for o in range(365) if clock.is_working_day(start + timedelta(days=o)) and open_day[o]]
     offsets = sorted(day_stream.sample(working, day_stream.randint(3, 14)))
     dates = tuple((start + timedelta(days=o)).isoformat() for o in offsets)
 
@@ -165,6 +163,16 @@ def _context(spec_stream: Stream) -> tuple[Context, Field]:
     domain = rs.pick(field.domains)
     sub = rs.pick(domain.subdomains)
     return Context(field.name, domain.name, sub.name, sub.description), field
+
+
+def _rows_of(design: Design, params: Params) -> Params:
+    """The design's records per file, where it names them, as the spec's row law: normal around the middle of its
+    range, a quarter of the range as standard deviation, cut to the range (and to the caller's rows_max)."""
+    if design.rows is None:
+        return params
+    most = min(design.rows[1], params.rows_max)
+    fewest = min(design.rows[0], most)
+    return replace(params, rows_min=fewest, rows_max=most, rows_mean=(fewest + most) / 2, rows_sd=(most - fewest) / 4)
 
 
 def _start_date(design: Design, rs: Stream, rows_max: int) -> date:
@@ -275,7 +283,15 @@ def _variables(
     else:
         column, label, description = rs.pick(_DATETIME_NAMES)
     variables = [
-        Variable(ident.name, ident.column, "identifier", "string", ident.description, prefix=ident.prefix),
+        Variable(
+            ident.name,
+            ident.column,
+            "identifier",
+            "string",
+            ident.description,
+            prefix=ident.prefix,
+            per_file=ident.per_file,
+        ),
         Variable(label, column, "datetime", kind, description, **_clock_of(design)),
     ]
     measures, outcomes = _choose_columns(spec, design, rs)
@@ -368,13 +384,16 @@ class _Reference:
     def __init__(self, spec: Spec, rs: Stream) -> None:
         self.rs = rs
         self.n = REFERENCE_ROWS
-        # A record's position in its file, as in a file of 256 rows (no draw: the other draws stay as they were).
-        position = np.arange(self.n, dtype=np.float64)
+        # A record's position in its file, as in files of the spec's longest (256 rows at most; no draw, so the
+        # other draws stay as they were): a design's short files (rows) keep the scale of what climbs within them,
+        # so a response that a row-driven column causes moves within a file too.
+        ramp = np.arange(self.n, dtype=np.float64)
+        position = ramp % spec.params.rows_max
         self.env: dict[str, expr.Column] = {
             ROW_NAME: position,
             # The calendar of records spread over a year, a week each seven rows, a quarter of a day apart.
-            "day_of_year": 1 + position * 365 / self.n,
-            "day_of_week": position % 7,
+            "day_of_year": 1 + ramp * 365 / self.n,
+            "day_of_week": ramp % 7,
             "elapsed_days": position / 4,
         }
         self.inputs: list[_Input] = []
@@ -475,8 +494,12 @@ def _dependent(
         # The interaction modifies the two main effects and never outweighs the weaker one, lest it turn the
         # direction a hypothesis states around: its sd is a share of that main term's sd on the reference sample.
         main = min(float(np.std(reference.evaluate("0" + t.code))) for t in terms if t.cause in (a.name, b.name))
-        coef = rs.pick((-1, 1)) * rs.uniform_range(0.2, 0.5, 1)[0] * main / (a.sd * b.sd)
-        code = _signed(coef, f"*({a.name} - {_num(a.mean)})*({b.name} - {_num(b.mean)})")
+        product = f"({a.name} - {_num(a.mean)})*({b.name} - {_num(b.mean)})"
+        # measured on the reference, not a.sd * b.sd: the product of two skewed causes (visits and hospital days,
+        # mostly zero) varies more than the product of their sds
+        product_sd = float(np.std(reference.evaluate(product))) or a.sd * b.sd
+        coef = rs.pick((-1, 1)) * rs.uniform_range(0.2, 0.5, 1)[0] * main / product_sd
+        code = _signed(coef, f"*{product}")
         terms.append(_Term(f"{a.label}|{b.label}", code, 0, "interaction"))
     body = "".join(t.code for t in terms)
     # Centre the deterministic part on the design's typical value.
@@ -533,11 +556,15 @@ def _term(
     recorded per row keeps the shape's fixed amplitude, since it adds to the scatter between records of one file."""
     weight = rs.uniform_range(*_WEIGHT_RANGE, 1)[0] * spread
     if source.categories:
-        if levels is not None:  # the design's effects, scaled by a share of the spread drawn per repository
-            effects = np.array([levels[c] for c in source.categories]) * (weight / _MEAN_WEIGHT)
+        if levels is not None:
+            # The design's effects, scaled by a share of the spread drawn per repository and centred over all the
+            # design's levels, not the ones present: a level sits where the design puts it (greenschist facies
+            # stays cooler than the design's centre in a repository of greenschist and amphibolite only).
+            design_mean = float(np.mean(list(levels.values())))
+            effects = (np.array([levels[c] for c in source.categories]) - design_mean) * (weight / _MEAN_WEIGHT)
         else:
             effects = rs.normal(0.0, weight, len(source.categories))
-        effects -= effects.mean()
+            effects -= effects.mean()
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
         order: tuple[str, ...] = ()
         if levels is not None:

@@ -79,6 +79,7 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
     elif variable.clock == "run":
         assert not by_day
         assert clock.WORKDAY_START <= of_day[0] < clock.WORKDAY_START + clock.WORKDAY_SECONDS, "started at work"
+        assert first_day is not None or clock.weekday(int(days[0])) < 5, "started on a working day"
         assert (gaps >= every).all() and (gaps <= every + max(1, every // 50)).all(), gaps[:10]
     elif variable.clock == "events":
         assert not by_day

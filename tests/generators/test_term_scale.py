@@ -75,7 +75,8 @@ def test_a_measures_nonlinear_term_keeps_the_shapes_fixed_amplitude() -> None:
 
 
 def test_an_interaction_never_outweighs_its_weaker_main_term(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An interaction of two numeric causes varies by at most half the weaker main term on the reference sample,
+    """An interaction of two numeric causes varies by at most half the weaker main term on the reference sample
+    (skewed causes too: the product of visits and hospital days, mostly zero, varies far more than their sds do),
     so it cannot turn the direction a hypothesis states around (a neutrino event's angular error fell with the hit
     count, yet the data showed it rising)."""
     captured: list[tuple[procedural._Reference, list[procedural._Term]]] = []
@@ -98,7 +99,8 @@ def test_an_interaction_never_outweighs_its_weaker_main_term(monkeypatch: pytest
                 assert len(mains) == 2, (seed, interaction.source)
                 weaker = min(float(np.std(reference.evaluate("0" + t.code))) for t in mains)
                 joint = float(np.std(reference.evaluate("0" + interaction.code)))
-                # half of it for independent normal causes; skewed laws make the product vary a little more
-                assert joint <= 0.8 * weaker, (seed, interaction.code, joint, weaker)
+                # at most half of it, whatever the causes' laws (the product's sd is measured, not assumed), up to
+                # the 4 significant digits the coefficient is written with
+                assert joint <= 0.501 * weaker, (seed, interaction.code, joint, weaker)
                 checked += 1
     assert checked >= 10
