@@ -106,8 +106,7 @@ def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
 
 def open_days(first_day: int, count: int, window: Window, *, working: bool = False) -> IntArray:
     """The first ``count`` open days (epoch days) from ``first_day`` on, ``first_day`` itself where it is open."""
-    share = (len(window.months) or 12) / 12 * (5 / 7 if window.weekdays or working else 1)
-    length = int(count / share * 1.1) + 400
+    length = int(count / open_share(window, working=working) * 1.1) + 400
     while True:
         days = first_day + np.arange(length, dtype=np.int64)
         found = days[in_window(days, window, working=working)]
