@@ -61,14 +61,21 @@ class Window:
     months: tuple[int, ...] = ()
     hours: tuple[int, ...] = ()
     weekdays: bool = False
+    # Closed periods, ISO (first day, last day) inclusive: fieldwork paused (face-to-face interviews stopped in the
+    # spring-2020 lockdowns), a laboratory shut for a move
+    closed: tuple[tuple[str, str], ...] = ()
 
 
 def window_problem(window: Window, clock: str, every: int, resolution: str) -> str | None:
     """Why ``window`` cannot time the records of (``clock``, ``every``) at ``resolution``, or None."""
     if clock == "random":
         return "a window needs a clock (interval, session, run or events)"
-    if not (window.months or window.hours or window.weekdays):
-        return "an empty window: name months, hours or weekdays"
+    if not (window.months or window.hours or window.weekdays or window.closed):
+        return "an empty window: name months, hours, weekdays or closed periods"
+    for period in window.closed:
+        problem = _period_problem(period)
+        if problem is not None:
+            return problem
     months = window.months
     if any(not 1 <= m <= 12 for m in months) or list(months) != sorted(set(months)):
         return f"months are distinct increasing numbers from 1 to 12, got {list(months)}"
@@ -88,9 +95,26 @@ def window_problem(window: Window, clock: str, every: int, resolution: str) -> s
     return None
 
 
+def _period_problem(period: tuple[str, ...]) -> str | None:
+    """Why ``period`` is no closed period (two ISO dates, first <= last, within 2000-2099), or None."""
+    try:
+        first, last = (date.fromisoformat(d) for d in period)
+    except (TypeError, ValueError):
+        return f"a closed period is [first day, last day] as ISO dates, got {list(period)}"
+    if not date(2000, 1, 1) <= first <= last <= date(2099, 12, 31):
+        return f"a closed period runs forward within 2000-2099, got {list(period)}"
+    return None
+
+
+def _epoch_day(text: str) -> int:
+    return (date.fromisoformat(text) - date(1970, 1, 1)).days
+
+
 def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) -> np.ndarray:
     """Which of ``epoch_days`` are open days of ``window`` (Monday to Friday too where ``working``)."""
     open_day = np.ones(epoch_days.shape, dtype=bool)
+    for first, last in window.closed:
+        open_day &= (epoch_days < _epoch_day(first)) | (epoch_days > _epoch_day(last))
     if window.months:
         month = epoch_days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64) % 12 + 1
         open_day &= np.isin(month, window.months)
@@ -323,7 +347,8 @@ def _span_in(window: Window, clock: str, every: int, rows: int) -> float:
         else:
             needed = rows * max(1, round(longest / DAY))
     share = open_share(window, working=clock == "session")
-    return needed / share * 1.1 + (366 if window.months else 7)
+    closed = sum(_epoch_day(last) - _epoch_day(first) + 1 for first, last in window.closed)
+    return needed / share * 1.1 + (366 if window.months else 7) + closed
 
 
 def _session_slack(length: int) -> int:

@@ -116,6 +116,14 @@ class Outcome:
     # outcome's unit; decades on the log scale): a lift coefficient repeats to 0.01 at a fixed angle, a cohort's
     # scores vary by a whole spread. None: the builder's default share of the spread.
     residual: float | None = None
+    # How strongly a numeric cause moves the outcome, where the design says (a parent written 0.3 or -2: the
+    # direction is the sign, the strength multiplies the share of the spread the builder draws; 1 by default):
+    # a campaign ad moves vote intention a little, temperature moves heating load a lot
+    strengths: tuple[tuple[str, float], ...] = ()
+
+    def strength(self, column: str) -> float:
+        """How strongly the numeric cause ``column`` moves the outcome (1: the builder's usual share)."""
+        return dict(self.strengths).get(column, 1.0)
 
     def level_effects(self, column: str) -> dict[str, float] | None:
         """The expected effect of each level of the categorical cause ``column``, or None when the design has none."""
@@ -430,24 +438,36 @@ def _outcome(o: _Obj) -> Outcome:
         raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
     directions: list[tuple[str, int]] = []
     effects: list[tuple[str, tuple[tuple[str, float], ...]]] = []
+    strengths: list[tuple[str, float]] = []
     for column, direction in parents.items():
         if isinstance(direction, dict):  # a categorical cause with the expected effect of each level
             effects.append((str(column), _level_effects(direction, f"{o.where}.parents.{column}")))
             direction = 0
-        elif direction not in (-1, 0, 1) or isinstance(direction, bool):
+        elif (
+            isinstance(direction, bool)
+            or not isinstance(direction, int | float)
+            or not -_MAX_STRENGTH <= direction <= _MAX_STRENGTH
+            or (direction != 0 and abs(direction) < _MIN_STRENGTH)
+        ):
             raise DesignError(
-                f"{o.where}.parents.{column}: expected 1, -1, 0 or an object of level effects (categorical cause)"
+                f"{o.where}.parents.{column}: expected a direction 1 or -1 (a strength {_MIN_STRENGTH:g} to "
+                f"{_MAX_STRENGTH:g} with its sign: 0.3, -2), 0 (an optimum) or an object of level effects"
             )
+        elif direction not in (-1, 0, 1):  # a direction with a strength
+            strengths.append((str(column), abs(float(direction))))
+            direction = 1 if direction > 0 else -1
         directions.append((str(column), int(direction)))
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
         o.decimals(), tuple(directions), step=step, effects=tuple(effects), scale=scale, residual=residual,
+        strengths=tuple(strengths),
     )  # fmt: skip
 
 
 _MAX_LEVEL_EFFECT = 3.0  # in multiples of the outcome's spread
+_MIN_STRENGTH, _MAX_STRENGTH = 0.1, 3.0  # a numeric cause's strength, times the builder's drawn share
 
 
 def _level_effects(data: dict[str, Any], where: str) -> tuple[tuple[str, float], ...]:
@@ -520,8 +540,8 @@ def _clock(t: _Obj, resolution: str) -> tuple[str, int]:
 
 
 def _window(t: _Obj, clock_name: str, every: int, resolution: str) -> Window | None:
-    """A timestamp's window (``months``, ``hours``, ``weekdays``), or None where it names none."""
-    if not {"months", "hours", "weekdays"} & set(t.data):
+    """A timestamp's window (``months``, ``hours``, ``weekdays``, ``closed``), or None where it names none."""
+    if not {"months", "hours", "weekdays", "closed"} & set(t.data):
         return None
     parts: dict[str, tuple[int, ...]] = {}
     for key in ("months", "hours"):
@@ -532,7 +552,12 @@ def _window(t: _Obj, clock_name: str, every: int, resolution: str) -> Window | N
     weekdays = t.data.get("weekdays", False)
     if not isinstance(weekdays, bool):
         raise DesignError(f"{t.where}.weekdays: expected true or false")
-    window = Window(parts["months"], parts["hours"], weekdays)
+    closed = t.data.get("closed", [])
+    if not isinstance(closed, list) or any(
+        not isinstance(p, list) or len(p) != 2 or not all(isinstance(d, str) for d in p) for p in closed
+    ):
+        raise DesignError(f"{t.where}.closed: expected a list of [first day, last day] ISO dates")
+    window = Window(parts["months"], parts["hours"], weekdays, tuple((p[0], p[1]) for p in closed))
     problem = clock.window_problem(window, clock_name, every, resolution)
     if problem is not None:
         raise DesignError(f"{t.where}: {problem}")
@@ -584,7 +609,10 @@ def _design(field: str, data: object, where: str) -> Design:
     timestamp = None
     if "timestamp" in o.data:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
-        t.check_keys(("column", "name", "description"), ("resolution", "clock", "every", "months", "hours", "weekdays"))
+        t.check_keys(
+            ("column", "name", "description"),
+            ("resolution", "clock", "every", "months", "hours", "weekdays", "closed"),
+        )
         resolution = t.text("resolution") if "resolution" in t.data else "datetime"
         if resolution not in TIMESTAMP_RESOLUTIONS:
             raise DesignError(f"{where}.timestamp.resolution: expected one of {', '.join(TIMESTAMP_RESOLUTIONS)}")

@@ -636,14 +636,20 @@ def _window(r: _Reader) -> Window | None:
     if r.data.get("window") is None:
         return None
     w = r.child("window")
-    w.unknown_keys(("months", "hours", "weekdays"))
+    w.unknown_keys(("months", "hours", "weekdays", "closed"))
     months = tuple(
         _integer(v, f"{w.at('months')}[{i}]", 1, 12) for i, v in enumerate(_list(w.get("months"), w.at("months")))
     )
     hours = tuple(
         _integer(v, f"{w.at('hours')}[{i}]", 0, 24) for i, v in enumerate(_list(w.get("hours"), w.at("hours")))
     )
-    return Window(months, hours, w.boolean("weekdays"))
+    closed = tuple(
+        (_text(p[0], f"{w.at('closed')}[{i}][0]"), _text(p[1], f"{w.at('closed')}[{i}][1]"))
+        if isinstance(p, list) and len(p) == 2
+        else _fail(f"{w.at('closed')}[{i}]: expected [first day, last day]")
+        for i, p in enumerate(_list(w.data.get("closed", []), w.at("closed")))
+    )
+    return Window(months, hours, w.boolean("weekdays"), closed)
 
 
 def _decimals(r: _Reader) -> int | None:

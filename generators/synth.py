@@ -422,7 +422,12 @@ def _clocked(spec: Spec, variable: Variable, values: dict[str, str | int | float
     else:  # a day of the study on which the window lets records start
         days = _epoch_seconds(spec.start_date) // _DAY_SECONDS + np.arange(_STUDY_DAYS, dtype=np.int64)
         # people start sessions and runs on working days: a run's start is never moved out of its open months
-        days = days[clock.in_window(days, variable.window, working=variable.clock in ("session", "run"))]
+        working = variable.clock in ("session", "run")
+        days = days[clock.in_window(days, variable.window, working=working)]
+        if days.size == 0:  # the study's first year is closed: the first open days after it
+            days = clock.open_days(
+                _epoch_seconds(spec.start_date) // _DAY_SECONDS, 30, variable.window, working=working
+            )
         first_day, dated = int(days[int(stream.integers(0, days.size, 1)[0])]), False
     return clock.record_times(variable.clock, variable.every, first_day, stream, n, dated=dated, window=variable.window)
 

@@ -116,6 +116,9 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     year = (start - date(1970, 1, 1)).days + np.arange(365, dtype=np.int64)
     open_day = clock.in_window(year, window) if window is not None else np.ones(365, dtype=bool)  # one pass
     working = [o for o in range(365) if clock.is_working_day(start + timedelta(days=o)) and open_day[o]]
+    if window is not None and len(working) < 14:  # closed for most of the year: the first open working days after
+        later = clock.open_days(int(year[0]), 60, window, working=True) - int(year[0])
+        working = [int(o) for o in later if clock.is_working_day(start + timedelta(days=int(o)))]
     offsets = sorted(day_stream.sample(working, day_stream.randint(3, 14)))
     dates = tuple((start + timedelta(days=o)).isoformat() for o in offsets)
 
@@ -480,7 +483,15 @@ def _dependent(
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
     causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]
     terms = [
-        _term(i, d, (outcome.column, i.name) in flips, spread, rs, reference, outcome.level_effects(i.name))
+        _term(
+            i,
+            d,
+            (outcome.column, i.name) in flips,
+            spread * outcome.strength(i.name),
+            rs,
+            reference,
+            outcome.level_effects(i.name),
+        )
         for i, d in causes
     ]
     nuisance = [inputs[n] for n in _NUISANCE_LABELS if n in inputs and (inputs[n].categories or inputs[n].sd > 0)]

@@ -193,4 +193,5 @@ def _inherit_clock(base: Spec, variables: object) -> None:
                     "months": list(window.months),
                     "hours": list(window.hours),
                     "weekdays": window.weekdays,
+                    "closed": [list(period) for period in window.closed],
                 }

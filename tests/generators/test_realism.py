@@ -76,7 +76,12 @@ def _effects(table: object) -> Any:
         (_effects({"a1": True, "a2": 0, "a3": -1}), r"in \[-3, 3\]"),
         (_effects({"a1": "high", "a2": 0, "a3": -1}), r"in \[-3, 3\]"),
         (_numeric_effects, "not categorical"),
-        (lambda d: _item(d, "outcomes", "yield_mpa")["parents"].update(alloy=2), "expected 1, -1, 0 or an object"),
+        # 2 is a direction with a strength (version 11), which a categorical cause cannot have
+        (
+            lambda d: _item(d, "outcomes", "yield_mpa")["parents"].update(alloy=2),
+            "categorical parent 'alloy' needs direction 0",
+        ),
+        (lambda d: _item(d, "outcomes", "yield_mpa")["parents"].update(alloy=5), "expected a direction 1 or -1"),
         (lambda d: _item(d, "outcomes", "yield_mpa").update(step=0), "step: expected a positive number"),
         (lambda d: _item(d, "outcomes", "yield_mpa").update(step=-0.5), "step: expected a positive number"),
         (lambda d: _item(d, "outcomes", "area_mm2").update(step="1"), "step: expected a positive number"),

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from generators import clock
+from generators.builders import procedural
 from generators.designs import DesignError
 from generators.llm.draft import assemble, draft_of
 from generators.repository import Repository
@@ -192,6 +193,7 @@ def test_the_window_round_trips_through_the_spec_file(windowed_specs: list[Any])
         "months": [3, 4, 5],
         "hours": [9, 15],
         "weekdays": False,
+        "closed": [],
     }
     assert from_dict(data) == spec
     for v in data["variables"]:  # a version-10 spec file has no window
@@ -250,3 +252,65 @@ def test_a_run_starts_in_an_open_month_and_runs_through(monkeypatch: pytest.Monk
             assert (gaps >= 1200).all() and (gaps <= 1200 + 24).all()  # back to back, day and night
             starts += 1
     assert starts >= 12
+
+
+# -- closed periods ---------------------------------------------------------------------------------------------
+
+_LOCKDOWN = clock.Window(closed=(("2020-03-16", "2020-06-30"),))
+
+
+@pytest.mark.parametrize(("name", "every"), [("session", 2700), ("interval", 86_400), ("events", 2 * 86_400)])
+def test_no_record_falls_in_a_closed_period(name: str, every: int) -> None:
+    times = clock.record_times(name, every, _MARCH_2ND_2020, Stream("closed", name), 200, dated=False, window=_LOCKDOWN)
+    days = [m.date() for m in _calendar(times)]
+    assert not [d for d in days if date(2020, 3, 16) <= d <= date(2020, 6, 30)]
+    assert days[0] < date(2020, 3, 16) < date(2020, 7, 1) <= days[-1]  # before the closure, then resumed after it
+    assert (times[-1] - times[0]) / clock.DAY <= clock.span_days(name, every, 200, _LOCKDOWN)
+
+
+@pytest.mark.parametrize(
+    ("closed", "message"),
+    [
+        ((("2020-06-30", "2020-03-16"),), "runs forward"),
+        ((("2020-03-16", "June"),), r"\[first day, last day\] as ISO dates"),
+        ((("1999-12-01", "2000-01-31"),), "within 2000-2099"),
+    ],
+)
+def test_a_closed_period_that_cannot_be_is_named(closed: tuple[tuple[str, str], ...], message: str) -> None:
+    problem = clock.window_problem(clock.Window(closed=closed), "session", 2700, "datetime")
+    assert problem is not None and re.search(message, problem), problem
+
+
+def test_a_design_closes_a_period_and_the_spec_keeps_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DesignError, match=r"timestamp\.closed: expected a list of \[first day, last day\]"):
+        load_fixture(_fixture(closed=["2020-03-16", "2020-06-30"]))
+    design = load_fixture(_fixture(closed=[["2020-03-16", "2020-06-30"]]))
+    assert design.timestamp is not None and design.timestamp.window == _LOCKDOWN
+    spec = specs_with_design(monkeypatch, design, 1)[0]
+    data = json.loads(spec.to_json())
+    window = next(v for v in data["variables"] if v["role"] == "datetime")["window"]
+    assert window["closed"] == [["2020-03-16", "2020-06-30"]]
+    assert from_dict(data) == spec
+    window["closed"] = [["2020-03-16"]]
+    with pytest.raises(SpecError, match=r"closed\[0\]: expected \[first day, last day\]"):
+        from_dict(data)
+
+
+def test_a_year_mostly_closed_still_dates_its_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spring testing (March-May) in a study that starts in 2020, when the lockdown closed all but two weeks of
+    it: path dates and records fall on the few open days or in a later spring, never in a closed one (the builder
+    used to ask for more dates than the year held)."""
+    design = load_fixture(_fixture(months=[3, 4, 5], closed=[["2020-03-16", "2020-06-30"]]))
+    monkeypatch.setattr(procedural, "_start_date", lambda *args: date(2020, 1, 1))
+    specs = specs_with_design(monkeypatch, design, 6)
+    assert any(spec.dates for spec in specs)
+    for spec in specs:
+        assert spec.start_date == "2020-01-01"
+        for day in map(date.fromisoformat, spec.dates):
+            assert day.month in (3, 4, 5) and not date(2020, 3, 16) <= day <= date(2020, 6, 30)
+        repo = Repository(spec)
+        variable = next(v for v in spec.variables if v.role == "datetime")
+        for path in repo.data_paths()[:4]:
+            for text in repo.table(path).column(variable.column).text:
+                moment = datetime.fromisoformat(text)
+                assert moment.month in (3, 4, 5) and not date(2020, 3, 16) <= moment.date() <= date(2020, 6, 30)
