@@ -137,12 +137,15 @@ def test_noop_row_condition_reads_pooled_files_of_path_conditions(view: RepoView
     name = view.placeholders[0]
     condition = {"variable": name, "op": "eq", "value": view.rendered(name)[0]}
     paths = view.selected_paths(view.select([condition]))
-    column = _column(view, "continuous")
-    values = _values(view, paths, column)
-    first_file = _values(view, paths[:1], column)
+    # a continuous column whose first file's least value is above the pooled files' (not one held at a bound)
+    column, values, first_file = next(
+        (c, pooled, first)
+        for c in (v.column for v in view.spec.variables if v.type == "continuous")
+        for pooled, first in [(_values(view, paths, c), _values(view, paths[:1], c))]
+        if first.min() > pooled.min()
+    )
     # keeps every row of the first file but not of the pooled files: not a no-op
     threshold = float(first_file.min())
-    assert threshold > values.min()
     query = {"path_conditions": [condition], "row_conditions": [{"column": column, "op": "ge", "value": threshold}]}
     everything = {"column": column, "op": "le", "value": float(values.max())}
     questions = [
