@@ -211,7 +211,9 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         design_a=with_article(design),
         Design_a=cap(with_article(design)),
     )
-    year = spec.start_date[:4]
+    # the year the data begin: the first dated file's where files are named by date (a study started in December
+    # whose dated files all fall in the next year is named by that year), else the study's start
+    year = min(spec.dates)[:4] if spec.dates else spec.start_date[:4]
     words = re.findall(r"[a-z0-9]+", f"{topic} {outcomes[0].column if outcomes else ''}".lower())
     slug_words = list(dict.fromkeys(words))[:5]  # "looking-time-s", not "looking-time-looking-time"
     repo_name = "-".join([*slug_words, year])
