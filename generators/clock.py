@@ -128,11 +128,17 @@ def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
     return bool(in_window(np.array([epoch_day], dtype=np.int64), window, working=working)[0])
 
 
-def open_days(first_day: int, count: int, window: Window, *, working: bool = False) -> IntArray:
-    """The first ``count`` open days (epoch days) from ``first_day`` on, ``first_day`` itself where it is open."""
+def open_days(first_day: int, count: int, window: Window, *, working: bool = False, step: int = 1) -> IntArray:
+    """The first ``count`` open days (epoch days) among ``first_day``, ``first_day + step``, ... (``first_day`` itself
+    where it is open)."""
+    if step == 1 and not window.months and not window.closed:  # at most the weekend closes a day: count them
+        if working or window.weekdays:
+            start = first_day + (7 - weekday(first_day) if weekday(first_day) >= 5 else 0)
+            return _working_day(start, np.arange(count, dtype=np.int64))
+        return first_day + np.arange(count, dtype=np.int64)
     length = int(count / open_share(window, working=working) * 1.1) + 400
     while True:
-        days = first_day + np.arange(length, dtype=np.int64)
+        days = first_day + np.arange(length, dtype=np.int64) * step
         found = days[in_window(days, window, working=working)]
         if found.size >= count:
             return np.asarray(found[:count], dtype=np.int64)
@@ -191,17 +197,15 @@ def record_times(
     ignores it: its first day is an open one, chosen by the caller)."""
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if clock == "session":
+        return _session(every, first_day, stream, n, dated=dated, window=window or Window())
     if window is not None and clock != "run":
         if clock == "interval":
             return _interval_in(window, every, first_day, stream, n)
-        if clock == "session":
-            return _session_in(window, every, first_day, stream, n, dated=dated)
         if clock == "events":
             return _events_in(window, every, first_day, stream, n)
     if clock == "interval":
         return _interval(every, first_day, stream, n)
-    if clock == "session":
-        return _session(every, first_day, stream, n, dated=dated)
     if clock == "run":
         if not dated and weekday(first_day) >= 5:  # someone starts the queue on a working day (version 11)
             first_day += 7 - weekday(first_day)
@@ -258,30 +262,6 @@ def _interval(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
 
 def _hour_of_work(stream: Stream) -> int:
     return 3600 * stream.randint(8, 17)
-
-
-def _session(every: int, first_day: int, stream: Stream, n: int, *, dated: bool) -> IntArray:
-    takes = np.round(every * stream.uniform_range(*_SESSION_SPREAD, n)).astype(np.int64)
-    if not dated and weekday(first_day) >= 5:  # nobody starts a batch of records on a weekend they were not told of
-        first_day += 7 - weekday(first_day)
-    longest = every * _SESSION_SPREAD[1]
-    if longest <= WORKDAY_SECONDS - _FIRST_START_SLACK:
-        # Several records a day, one after another from a first start within 90 minutes of 08:00; per_day is
-        # chosen so that the day's last record ends by 18:00 whatever the draws and the start.
-        per_day = int((WORKDAY_SECONDS - _FIRST_START_SLACK) // longest)
-        work_days = day_of = np.arange(n, dtype=np.int64) // per_day
-        before = np.cumsum(takes) - takes  # time taken by the file's earlier records
-        offsets = before - before[day_of * per_day]  # ... by the earlier records of the same day
-    else:  # a record takes a working day or more: it starts in the morning, the next one when it is done
-        days_taken = np.maximum(1, np.round(takes / DAY)).astype(np.int64)
-        work_days = np.concatenate(([0], np.cumsum(days_taken)[:-1]))
-        day_of = np.arange(n, dtype=np.int64)
-        offsets = np.zeros(n, dtype=np.int64)
-    day_starts = stream.integers(0, _FIRST_START_SLACK // 60 + 1, int(day_of[-1]) + 1) * 60
-    times = _working_day(first_day, work_days) * DAY + WORKDAY_START + day_starts[day_of] + offsets
-    if every >= 300:  # records that people time, to the minute
-        times = times // 60 * 60
-    return np.asarray(times, dtype=np.int64)
 
 
 def _working_day(first_day: int, offsets: IntArray) -> IntArray:
@@ -368,13 +348,7 @@ def _interval_in(window: Window, every: int, first_day: int, stream: Stream, n: 
         hour = start + 3600 * stream.randint(0, length // 3600 - 1)
     else:
         hour = _hour_of_work(stream)
-    length = int(n / open_share(window) * 1.1) + 400
-    while True:  # every k days from the first, keeping the open ones
-        days = first + np.arange(length, dtype=np.int64) * (every // DAY)
-        found = days[in_window(days, window)]
-        if found.size >= n:
-            return np.asarray(found[:n] * DAY + hour, dtype=np.int64)
-        length *= 2
+    return open_days(first, n, window, step=every // DAY) * DAY + hour  # every k days, the open ones
 
 
 def _events_in(window: Window, every: int, first_day: int, stream: Stream, n: int) -> IntArray:
@@ -389,12 +363,18 @@ def _events_in(window: Window, every: int, first_day: int, stream: Stream, n: in
     return days[open_at // length] * DAY + start + open_at % length
 
 
-def _session_in(window: Window, every: int, first_day: int, stream: Stream, n: int, *, dated: bool) -> IntArray:
+def _session(
+    every: int, first_day: int, stream: Stream, n: int, *, dated: bool, window: Window = Window()
+) -> IntArray:
+    # Several records a day, one after another from a first start within 90 minutes of the day's opening (08:00
+    # without a window), per_day chosen so that the day's last record ends by its close whatever the draws; a record
+    # that takes a day or more starts in the morning, the next when it is done. A path's date is the first day even
+    # where it is closed (a weekend); nobody starts an undated batch on a closed day.
     takes = np.round(every * stream.uniform_range(*_SESSION_SPREAD, n)).astype(np.int64)
     start, length = _hours(window, "session")
     slack = _session_slack(length)
     longest = every * _SESSION_SPREAD[1]
-    if longest <= length - slack:  # several records a window day, ending by its close (as in _session)
+    if longest <= length - slack:
         per_day = int((length - slack) // longest)
         work_days = day_of = np.arange(n, dtype=np.int64) // per_day
         before = np.cumsum(takes) - takes

@@ -29,6 +29,22 @@ def fixture_file() -> dict[str, Any]:
     return data
 
 
+def timed_fixture(clock: str, every: str, formulas: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fixture file with the fixture design timed by ``clock`` every ``every`` (column ``tested_at``) and
+    ``formulas`` (derived outcomes over the time) put before its outcomes."""
+    data = fixture_file()
+    design = data["designs"][0]
+    design["timestamp"] = {
+        "column": "tested_at",
+        "name": "test time",
+        "description": "Time of the test.",
+        "clock": clock,
+        "every": every,
+    }
+    design["outcomes"][:0] = formulas
+    return data
+
+
 def load_fixture(data: dict[str, Any]) -> Design:
     """The first design of ``data`` as the loader reads it (raises DesignError)."""
     field = next(f for f in taxonomy() if f.slug == FIELD)

@@ -15,7 +15,13 @@ from generators.builders import procedural
 from generators.designs import DesignError
 from generators.repository import Repository
 from generators.spec import SpecError, validate
-from tests.generators.design_fixture import fixture_file, load_fixture, specs_with_design, with_changed_column
+from tests.generators.design_fixture import (
+    fixture_file,
+    load_fixture,
+    specs_with_design,
+    timed_fixture,
+    with_changed_column,
+)
 
 
 def _epoch_seconds(text: str) -> int:
@@ -34,13 +40,7 @@ def test_the_calendar_of_known_moments() -> None:
 
 def _seasonal_fixture() -> dict[str, Any]:
     """The fixture read daily the year round, with formulas of the season, the weekday and the days stored."""
-    data = fixture_file()
-    design = data["designs"][0]
-    design["timestamp"] = {
-        "column": "tested_at", "name": "test time", "description": "Time of the test.", "clock": "interval",
-        "every": "1d",
-    }  # fmt: skip
-    design["outcomes"][:0] = [
+    return timed_fixture("interval", "1d", [
         {
             "column": "outside_c", "name": "outside temperature", "unit": "°C", "description": "Season.",
             "formula": "10 - 12 * cos(2 * pi * (day_of_year - 20) / 365.25)", "min": -40, "max": 50, "decimals": 4,
@@ -53,8 +53,7 @@ def _seasonal_fixture() -> dict[str, Any]:
             "column": "stored_d", "name": "days stored", "unit": "d", "description": "Since the first test.",
             "formula": "elapsed_days", "min": 0, "max": None, "decimals": 4,
         },
-    ]  # fmt: skip
-    return data
+    ])  # fmt: skip
 
 
 def test_formulas_read_the_calendar_of_each_record(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,14 @@ from generators.builders import procedural
 from generators.designs import DesignError
 from generators.repository import Repository
 from generators.spec import Params, Spec, SpecError, validate
-from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design, with_changed_column
+from tests.generators.design_fixture import (
+    fixture_file,
+    load_fixture,
+    seeds_of,
+    specs_with_design,
+    timed_fixture,
+    with_changed_column,
+)
 
 _RESIDUAL = 1.5  # MPa: the yield strength of one alloy and anneal repeats to this
 
@@ -107,14 +114,8 @@ def test_params_without_residual_keep_the_papers_noise(monkeypatch: pytest.Monke
 
 def _daylight_fixture() -> dict[str, Any]:
     """The fixture timed by an instrument's queue around the clock, with formulas for the hour and the sunlight."""
-    data = fixture_file()
-    design = data["designs"][0]
-    design["timestamp"] = {
-        "column": "tested_at", "name": "test time", "description": "Time of the test.", "clock": "run",
-        "every": "20min",
-    }  # fmt: skip
     # 1e-6: a whole hour in days times 24 may fall a hair below the integer
-    design["outcomes"][:0] = [
+    return timed_fixture("run", "20min", [
         {
             "column": "irradiance_w_m2", "name": "irradiance", "unit": "W/m^2", "description": "Sunlight.",
             "formula": "max(0, 900 * sin(pi * ((tested_at % 1) * 24 - 6) / 12))", "min": 0, "max": 1400,
@@ -124,8 +125,7 @@ def _daylight_fixture() -> dict[str, Any]:
             "column": "hour_of_day", "name": "hour", "unit": "h", "description": "Hour of the test.",
             "formula": "floor((tested_at % 1) * 24 + 1e-6)", "min": 0, "max": 23, "decimals": 0,
         },
-    ]  # fmt: skip
-    return data
+    ])  # fmt: skip
 
 
 def test_a_formula_reads_the_time_of_day_from_the_timestamp(monkeypatch: pytest.MonkeyPatch) -> None:
