@@ -6,7 +6,8 @@ of that subdomain are built, and their data files read as a reviewer reads them.
 values take over all files (1st, 50th and 99th percentile) against the design's ``center ± spread``, and the
 median scatter within one file (what a repeat record under the same conditions shows). Per path variable: each
 outcome's mean at every level, so a relation that runs the wrong way or a control level with an effect shows.
-Then the header, three rows and the last row of one file.
+When the records were taken (months and hours seen, the weekend share, a file's median span). Then the header,
+three rows and the last row of one file.
 
     python scripts/profile_designs.py engineering-chemical-materials --subdomain "Heterogeneous Catalysis"
 """
@@ -137,7 +138,7 @@ def _when(times: list[np.ndarray]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("field", help="a field's slug: the name of its design file without .json")
     parser.add_argument("--subdomain", help="one subdomain of the field (default: all)")
     parser.add_argument("--repos", type=int, default=3, help="repositories per design (default: 3)")
