@@ -363,9 +363,7 @@ def _events_in(window: Window, every: int, first_day: int, stream: Stream, n: in
     return days[open_at // length] * DAY + start + open_at % length
 
 
-def _session(
-    every: int, first_day: int, stream: Stream, n: int, *, dated: bool, window: Window = Window()
-) -> IntArray:
+def _session(every: int, first_day: int, stream: Stream, n: int, *, dated: bool, window: Window = Window()) -> IntArray:
     # Several records a day, one after another from a first start within 90 minutes of the day's opening (08:00
     # without a window), per_day chosen so that the day's last record ends by its close whatever the draws; a record
     # that takes a day or more starts in the morning, the next when it is done. A path's date is the first day even

@@ -17,12 +17,14 @@ import math
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from generators import clock, expr
 from generators.clock import Window
@@ -32,15 +34,21 @@ from generators.spec import (
     COLUMN_RE,
     CONTINUOUS_DISTRIBUTIONS,
     INTEGER_DISTRIBUTIONS,
+    MAX_CROSSINGS,
+    MAX_PERSIST,
     NA_LIKE,
     PATH_TOKEN_RE,
     PREFIX_RE,
     RECORD_NAMES,
     ROW_NAME,
     SPECIAL_PLACEHOLDERS,
+    Crossing,
+    LevelLaw,
     Params,
     PathVariable,
+    allowed_combinations,
     distribution_problem,
+    level_key,
 )
 
 _FOLDER = "designs"
@@ -82,6 +90,16 @@ class Measure:
     # A property of what a whole file records (a site's rainfall that day, a reactor's charge, a spectrum's map
     # depth): drawn once per file and the same in every row, instead of once per row.
     per_file: bool = False
+    # A normal measure drawn per row that follows the previous record (generator version 12): the correlation of
+    # neighbouring records, 0 < persist <= 0.99 (a logger's air temperature, a GNSS station's velocity); 0: none.
+    persist: float = 0.0
+    # The measure's law per level of a factor (generator version 12): household income by sample, elevation by
+    # region; the factor's column, and per level (as the paths print it) the parameters or probabilities.
+    by_level: LevelLaw | None = None
+    # A continuous measure's bounds (generator version 12): a value drawn beyond one is set to it, so a law centred
+    # near a bound piles records on it (dry days at 0 mm of rain, calm hours at 0 m/s); None: unbounded.
+    low: float | None = None
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,12 @@ class Outcome:
     # direction is the sign, the strength multiplies the share of the spread the builder draws; 1 by default):
     # a campaign ad moves vote intention a little, temperature moves heating load a lot
     strengths: tuple[tuple[str, float], ...] = ()
+    # The correlation of neighbouring records' scatter around what the causes give (generator version 12): a tool's
+    # wear or a sensor's drift follows the previous record; 0: independent records.
+    persist: float = 0.0
+    # Values beyond min or max are set to the bound instead of folded back inside (generator version 12): no rain
+    # is 0 mm, a reading under the detection limit is the limit, so many records sit exactly at the bound.
+    clip: bool = False
 
     def strength(self, column: str) -> float:
         """How strongly the numeric cause ``column`` moves the outcome (1: the builder's usual share)."""
@@ -184,6 +208,9 @@ class Design:
     # How many records one file holds, (fewest, most): a crash-test campaign's 6-40 tests, a chamber's members; None:
     # the paper's law (about 160, from 20 to 300)
     rows: tuple[int, int] | None = None
+    # Levels of factors that cannot occur together (generator version 12), each as {factor: (level, ...)}: every
+    # combination of the listed levels is a path no repository holds.
+    excluded: tuple[Crossing, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -312,7 +339,7 @@ def _measure(o: _Obj) -> Measure:
     kind = o.data.get("type")
     column, name = o.text("column", COLUMN_RE), o.text("name")
     if kind == "categorical":
-        o.check_keys(("column", "name", "description", "type", "values", "probs"), ("unit", "per"))
+        o.check_keys(("column", "name", "description", "type", "values", "probs"), ("unit", "per", "by", "persist"))
         values = o.data["values"]
         probs = o.data["probs"]
         if not isinstance(values, list) or not 2 <= len(values) <= 8:
@@ -331,14 +358,19 @@ def _measure(o: _Obj) -> Measure:
             or abs(sum(probs) - 1.0) > 1e-6
         ):
             raise DesignError(f"{o.where}.probs: one positive probability per category, summing to 1")
-        return Measure(
+        per_file, persist = _per_file(o), _persist(o)
+        if persist and per_file:
+            raise DesignError(f"{o.where}.persist: a per-file measure has one value per file, nothing to follow")
+        measure = Measure(
             column, name, "", o.text("description"), "categorical", values=tuple(values), probs=tuple(probs),
-            per_file=_per_file(o),
+            per_file=per_file, persist=persist,
         )  # fmt: skip
+        return replace(measure, by_level=_by_level(o, measure)) if "by" in o.data else measure
     if kind not in ("continuous", "integer"):
         raise DesignError(f"{o.where}.type: expected continuous, integer or categorical")
     o.check_keys(
-        ("column", "name", "unit", "description", "type", "dist", "params"), ("decimals", "signed", "step", "per")
+        ("column", "name", "unit", "description", "type", "dist", "params"),
+        ("decimals", "signed", "step", "per", "persist", "by", "min", "max"),
     )
     table = CONTINUOUS_DISTRIBUTIONS if kind == "continuous" else INTEGER_DISTRIBUTIONS
     dist = o.text("dist")
@@ -354,12 +386,84 @@ def _measure(o: _Obj) -> Measure:
     _unit_ok(unit, o.where)
     if kind == "integer" and "step" in o.data:
         raise DesignError(f"{o.where}.step: only a continuous measure has a step (an integer one has step 1)")
+    low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
+    if (low is not None or high is not None) and kind != "continuous":
+        raise DesignError(f"{o.where}: only a continuous measure has a min or a max (an integer law has its own)")
+    if low is not None and high is not None and low >= high:
+        raise DesignError(f"{o.where}: min must be below max")
+    persist = _persist(o)
+    if persist and kind != "continuous":
+        raise DesignError(f"{o.where}.persist: only a continuous measure follows the previous record")
+    per_file = _per_file(o)
+    if persist and per_file:
+        raise DesignError(f"{o.where}.persist: a per-file measure has one value per file, nothing to follow")
     measure = Measure(
         column, name, unit, o.text("description"), kind, dist, params, o.decimals() if kind == "continuous" else None,
-        signed=signed, step=o.step(), per_file=_per_file(o),
+        signed=signed, step=o.step(), per_file=per_file, persist=persist, low=low, high=high,
     )  # fmt: skip
     _sane_law(measure, o.where)
-    return measure
+    return replace(measure, by_level=_by_level(o, measure)) if "by" in o.data else measure
+
+
+def _by_level(o: _Obj, measure: Measure) -> LevelLaw:
+    """``"by": {"factor": F, "params": {level: {...}}}`` (a numeric measure) or ``{"factor": F, "probs": {level:
+    [...]}}`` (a categorical one): the measure's law per level of factor F, each checked as the measure's own law. The
+    factor's levels are checked in ``_cross_checks``; a level's key is the level as the paths print it."""
+    by = _Obj(o.data["by"], f"{o.where}.by")
+    wanted = "probs" if measure.type == "categorical" else "params"
+    by.check_keys(("factor", wanted))
+    table = by.data[wanted]
+    if not isinstance(table, dict) or not table:
+        raise DesignError(f"{by.where}.{wanted}: expected an object of levels")
+    params: dict[str, dict[str, float]] = {}
+    probs: dict[str, tuple[float, ...]] = {}
+    for raw_level, law in table.items():
+        here = f"{by.where}.{wanted}.{raw_level}"
+        level = _level_text_key(raw_level)
+        if measure.type == "categorical":
+            if (
+                not isinstance(law, list)
+                or len(law) != len(measure.values)
+                or not all(isinstance(p, int | float) and not isinstance(p, bool) and p > 0 for p in law)
+                or abs(sum(law) - 1.0) > 1e-6
+            ):
+                raise DesignError(f"{here}: one positive probability per category, summing to 1")
+            probs[level] = tuple(float(p) for p in law)
+        else:
+            assert measure.params is not None
+            level_obj = _Obj(law, here)
+            level_obj.check_keys(tuple(measure.params))
+            params[level] = {k: float(level_obj.number(k) or 0.0) for k in measure.params}
+            _sane_law(replace(measure, params=params[level]), here)
+    return LevelLaw(by.text("factor", COLUMN_RE), params, probs)
+
+
+def _level_text_key(raw: str) -> str:
+    """A level key as the paths print it: "300" for 300 or 300.0, "0.5", "PtAl2O3"."""
+    try:
+        return level_key(float(raw))
+    except ValueError:
+        return raw
+
+
+def _persist(o: _Obj) -> float:
+    """``persist``: a record's correlation with the previous one in its file, 0 < persist <= MAX_PERSIST."""
+    if "persist" not in o.data:
+        return 0.0
+    value = o.data["persist"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_PERSIST:
+        raise DesignError(f"{o.where}.persist: expected a correlation above 0 and at most {MAX_PERSIST:g}")
+    return float(value)
+
+
+def _clip(o: _Obj, low: float | None, high: float | None) -> bool:
+    """``clip``: values beyond a bound are set to it (true) or folded back inside (false, the default)."""
+    clip = o.data.get("clip", False)
+    if not isinstance(clip, bool):
+        raise DesignError(f"{o.where}.clip: expected true or false")
+    if clip and low is None and high is None:
+        raise DesignError(f"{o.where}.clip: needs a min or a max to set values to")
+    return clip
 
 
 def _per_file(o: _Obj) -> bool:
@@ -383,6 +487,8 @@ def _sane_law(m: Measure, where: str) -> None:
     problem = distribution_problem(m.dist, m.params)
     if problem:
         raise DesignError(f"{where}.params: {problem}")
+    if m.low is not None and m.low >= 0:
+        return  # values below the measure's min are set to it: no negative value whatever the law
     if m.dist == "normal" and not m.signed and m.params["mean"] < 4 * m.params["sd"]:
         raise DesignError(
             f'{where}.params: a normal law with mean < 4 sd gives negative values; narrow it or set "signed": true'
@@ -396,7 +502,7 @@ def _outcome(o: _Obj) -> Outcome:
         return _derived(o)
     o.check_keys(
         ("column", "name", "unit", "description", "center", "spread", "min", "max", "parents"),
-        ("decimals", "step", "scale", "residual"),
+        ("decimals", "step", "scale", "residual", "persist", "clip"),
     )
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
@@ -413,11 +519,12 @@ def _outcome(o: _Obj) -> Outcome:
         if spread > _MAX_DECADES:
             raise DesignError(f"{o.where}.spread: a log-scale spread is in decades (sd of log10), at most 3")
         typical_low, typical_high = center / 10**spread, center * 10**spread
-    if low is not None and typical_low < low:
+    clip = _clip(o, low, high)
+    if low is not None and typical_low < low and not clip:  # clipped: records below pile on the bound (hurdle)
         raise DesignError(
             f"{o.where}: center - spread falls below min" + (" (center / 10^spread)" if scale == "log" else "")
         )
-    if high is not None and typical_high > high:
+    if high is not None and typical_high > high and not clip:
         raise DesignError(
             f"{o.where}: center + spread exceeds max" + (" (center * 10^spread)" if scale == "log" else "")
         )
@@ -462,7 +569,7 @@ def _outcome(o: _Obj) -> Outcome:
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), center, spread, low, high,
         o.decimals(), tuple(directions), step=step, effects=tuple(effects), scale=scale, residual=residual,
-        strengths=tuple(strengths),
+        strengths=tuple(strengths), persist=_persist(o), clip=clip,
     )  # fmt: skip
 
 
@@ -485,7 +592,10 @@ def _level_effects(data: dict[str, Any], where: str) -> tuple[tuple[str, float],
 
 def _derived(o: _Obj) -> Outcome:
     """A column defined by a formula over earlier columns (checked against the design in ``_cross_checks``)."""
-    o.check_keys(("column", "name", "unit", "description", "formula", "min", "max"), ("decimals", "noise", "step"))
+    o.check_keys(
+        ("column", "name", "unit", "description", "formula", "min", "max"),
+        ("decimals", "noise", "step", "clip", "persist"),
+    )
     formula = o.text("formula", limit=300)
     try:
         tree = expr.parse(formula)
@@ -509,12 +619,16 @@ def _derived(o: _Obj) -> Outcome:
         and math.floor(high / step) - math.ceil(low / step) < 1
     ):
         raise DesignError(f"{o.where}.step: fewer than two multiples of {step:g} lie between min and max")
+    persist = _persist(o)
+    if persist and not noise:
+        raise DesignError(f"{o.where}.persist: an exact formula has no scatter to follow the previous record (noise 0)")
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
     # center and spread describe a hypothesised response; a definition's values follow from its inputs.
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), 0.0, 0.0, low, high,
-        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=step,
+        o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=step, clip=_clip(o, low, high),
+        persist=persist,
     )  # fmt: skip
 
 
@@ -595,7 +709,7 @@ def _design(field: str, data: object, where: str) -> Design:
     o = _Obj(data, where)
     o.check_keys(
         ("subdomain", "topic", "record", "identifiers", "factors", "measures", "outcomes"),
-        ("timestamp", "since", "rows"),
+        ("timestamp", "since", "rows", "exclude"),
     )
     since = o.data.get("since", 0)
     if isinstance(since, bool) or not isinstance(since, int) or not (since == 0 or FIRST_YEAR < since <= LAST_YEAR):
@@ -649,9 +763,51 @@ def _design(field: str, data: object, where: str) -> Design:
         since=since,
         rows=(rows[0], rows[1]) if rows is not None else None,
     )
+    if "exclude" in o.data:
+        design = replace(design, excluded=_exclusions(o.data["exclude"], design, f"{where}.exclude"))
     _cross_checks(design, where)
     _check_span(design, where)
     return design
+
+
+def _exclusions(data: object, design: Design, where: str) -> tuple[Crossing, ...]:
+    """``[{factor: [level, ...], ...}, ...]``: 1-8 crossings, each of two or more factors and some of their levels,
+    that leave every level of every factor they name in some combination the study can have."""
+    if not isinstance(data, list) or not 1 <= len(data) <= MAX_CROSSINGS:
+        raise DesignError(f"{where}: expected a list of 1 to {MAX_CROSSINGS} crossings")
+    factors = {f.column: f for f in design.factors}
+    crossings: list[Crossing] = []
+    for i, item in enumerate(data):
+        here = f"{where}[{i}]"
+        if not isinstance(item, dict) or len(item) < 2:
+            raise DesignError(f"{here}: expected an object of two or more factors, each with a list of its levels")
+        crossing: dict[str, tuple[str, ...] | tuple[float, ...]] = {}
+        for column, levels in item.items():
+            factor = factors.get(column)
+            if factor is None:
+                raise DesignError(f"{here}: {column!r} is not a factor of this design")
+            if not isinstance(levels, list) or not levels or len(set(map(str, levels))) != len(levels):
+                raise DesignError(f"{here}.{column}: expected a list of distinct levels")
+            typed = tuple(float(v) if factor.numeric and not isinstance(v, str | bool) else v for v in levels)
+            unknown = [v for v in typed if v not in factor.values]
+            if unknown:
+                shown = ", ".join(map(_level_text, factor.values))
+                raise DesignError(f"{here}.{column}: {_level_text(unknown[0])} is not one of its levels ({shown})")
+            crossing[column] = typed
+        crossings.append(crossing)
+    named = list(dict.fromkeys(c for crossing in crossings for c in crossing))
+    allowed = allowed_combinations({c: factors[c].values for c in named}, crossings)
+    for axis, column in enumerate(named):
+        kept = allowed.any(axis=tuple(a for a in range(len(named)) if a != axis))
+        if not kept.all():
+            level = _level_text(factors[column].values[int(np.flatnonzero(~kept)[0])])
+            raise DesignError(f"{where}: level {level} of {column!r} is ruled out with every other level")
+    return tuple(crossings)
+
+
+def _level_text(level: object) -> str:
+    """A level as the design writes it: 'a1', 500 (not 500.0), 0.1."""
+    return repr(level) if isinstance(level, str) else f"{level:g}"
 
 
 def _cross_checks(d: Design, where: str) -> None:
@@ -669,8 +825,9 @@ def _cross_checks(d: Design, where: str) -> None:
     levels = {f.column: tuple(str(v) for v in f.values) for f in d.factors if not f.numeric}
     levels |= {m.column: m.values for m in d.measures if m.type == "categorical"}
     # A formula may read the time (days since the study start, so ``t % 1`` is the time of day: sunlight, traffic)
-    # and the record's position in its file (``row``: what climbs within a file). Neither causes a response: a
-    # hypothesis about them would be about the calendar or the file, not the study.
+    # and the record's position in its file (``row``: what climbs within a file). The time does not cause a response:
+    # a hypothesis about it would be about the calendar, not the study; ``row`` may, as a trend over a file's records
+    # with a direction (contributions falling round by round, a migrant stock growing year by year; version 12).
     # With a timestamp, also the record's calendar (day of year: seasons; day of week: weekends; days since the
     # file's first record: what accumulates).
     formula_only = {ROW_NAME} | ({d.timestamp.column, *CALENDAR_NAMES} if d.timestamp is not None else set())
@@ -688,10 +845,17 @@ def _cross_checks(d: Design, where: str) -> None:
         for parent, direction in outcome.parents:
             if parent in formula_only and outcome.derived:
                 continue
+            if parent == ROW_NAME:
+                if direction == 0:
+                    raise DesignError(
+                        f"{where}: outcome {outcome.column!r}: 'row' as a cause is a trend over a file's records and "
+                        "needs a direction (1, -1 or a strength), not 0"
+                    )
+                continue
             if parent in formula_only:
                 raise DesignError(
-                    f"{where}: outcome {outcome.column!r} has {parent!r} as a cause: the time, the calendar and a "
-                    "record's position are read by formulas only (the time of day is the timestamp % 1)"
+                    f"{where}: outcome {outcome.column!r} has {parent!r} as a cause: the time and the calendar are "
+                    "read by formulas only (the time of day is the timestamp % 1; a trend over records is 'row')"
                 )
             if parent not in causes:
                 raise DesignError(
@@ -713,6 +877,18 @@ def _cross_checks(d: Design, where: str) -> None:
                     )
         causes.add(outcome.column)
         numeric.add(outcome.column)
+    factor_levels = {f.column: {level_key(v) for v in f.values} for f in d.factors}
+    for m in d.measures:
+        if m.by_level is None:
+            continue
+        if m.by_level.column not in factor_levels:
+            raise DesignError(f"{where}: measure {m.column!r}: by {m.by_level.column!r}, which is not a factor")
+        for level in [*m.by_level.params, *m.by_level.probs]:
+            if level not in factor_levels[m.by_level.column]:
+                raise DesignError(
+                    f"{where}: measure {m.column!r}: {level!r} is not a level of {m.by_level.column!r} "
+                    f"({', '.join(sorted(factor_levels[m.by_level.column]))})"
+                )
     # Every factor and most measures should matter to something, or the study would not record them.
     used = {p for o in d.outcomes if not o.derived for p, _ in o.parents}
     idle = [f.column for f in d.factors if f.column not in used]

@@ -231,8 +231,15 @@ def _above_sentinel(variable: Variable) -> bool:
     return (
         law is not None
         and law.kind in ("bernoulli", "binomial", "geometric", "negative_binomial", "poisson", "exponential", "beta")
-        and (law.kind != "beta" or law.params["low"] > -999)
+        and (law.kind != "beta" or min(_beta_lows(variable)) > -999)
     )
+
+
+def _beta_lows(variable: Variable) -> list[float]:
+    """A beta column's lowest values: its own law's and those of its laws per level (Variable.by_level)."""
+    assert variable.distribution is not None
+    levels = variable.by_level.params.values() if variable.by_level is not None else ()
+    return [variable.distribution.params["low"], *(params["low"] for params in levels)]
 
 
 def _spellable(variable: Variable) -> bool:

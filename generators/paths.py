@@ -3,7 +3,8 @@
 A path is a point of the cartesian product of the placeholders' values. Points are numbered in mixed
 radix, the first placeholder most significant, so every directory is a contiguous range of point numbers
 and the repository is one sorted array of sampled numbers. Listing a directory or testing a path is a
-binary search in that array; the product itself is never materialised.
+binary search in that array; the product itself is never materialised. A spec's ``excluded`` crossings (levels of
+conditions that cannot occur together) are points the sample never takes.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from generators.rng import Stream, root_stream
-from generators.spec import Spec, SpecError
+from generators.spec import Spec, SpecError, allowed_combinations
 
 IntArray = npt.NDArray[np.int64]
 README_NAME = "README.md"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DENSE_FACTOR = 4
+_MAX_BATCH = 1 << 22  # points drawn at a time when crossings rule some out
 MAX_COMPONENT_COMBINATIONS = 200_000
 
 
@@ -70,6 +72,7 @@ class Tree:
                 raise SpecError(f"template.components[{i}]: more than {MAX_COMPONENT_COMBINATIONS} value combinations")
         self.component_stride = [math.prod(self.component_radix[i + 1 :]) for i in range(len(self.spans))]
         self.depth = len(self.spans)  # number of components; files live at this depth
+        self.excluded = _Exclusions(spec, self.placeholders, self.radices) if spec.excluded else None
         self.indices = self._sample(root_stream(spec.seed, spec.universe, "tree"))
         self._name_cache: dict[int, dict[str, int]] = {}
 
@@ -102,12 +105,16 @@ class Tree:
 
     def _sample(self, stream: Stream) -> IntArray:
         p = self.spec.params
-        if self.size <= p.min_files:
-            return np.arange(self.size, dtype=np.int64)
-        cap = min(p.max_files, self.size)
+        excluded = self.excluded
+        size = self.size if excluded is None else excluded.allowed_count
+        if size <= p.min_files:
+            return np.arange(self.size, dtype=np.int64) if excluded is None else excluded.allowed_points()
+        cap = min(p.max_files, size)
         fraction = float(stream.beta(p.files_alpha, p.files_beta, 1)[0])
         n = min(cap, p.min_files + math.floor(fraction * (cap - p.min_files) + 0.5))
-        return _sample_distinct(stream, self.size, n)
+        if excluded is None:
+            return _sample_distinct(stream, self.size, n)
+        return excluded.sample(stream, self.size, n)
 
     # -- names -----------------------------------------------------------------------------------
     def component_name(self, component: int, local: int) -> str:
@@ -232,6 +239,62 @@ class Tree:
         for names in per_component[1:]:
             joined = joined + "/" + names
         return [str(p) for p in joined]
+
+
+class _Exclusions:
+    """The points of a tree that no crossing of ``spec.excluded`` rules out, without materialising the product: a
+    point is allowed when the digits of the placeholders the crossings name form an allowed combination, a lookup
+    in a table over those placeholders' values only (a few hundred entries)."""
+
+    def __init__(self, spec: Spec, placeholders: tuple[str, ...], radices: list[int]) -> None:
+        named = sorted({column for crossing in spec.excluded for column in crossing}, key=placeholders.index)
+        self.positions = [placeholders.index(column) for column in named]
+        self.weights = [math.prod(radices[k + 1 :]) for k in range(len(radices))]  # a digit's place value
+        self.radices = radices
+        shape = tuple(radices[k] for k in self.positions)
+        allowed = allowed_combinations({c: spec.path_variable(c).values for c in named}, spec.excluded)
+        self.allowed = allowed.ravel()  # over the named placeholders' combinations, the first most significant
+        self.shape = shape
+        self.allowed_count = int(self.allowed.sum()) * (math.prod(radices) // math.prod(shape))
+
+    def mask(self, numbers: IntArray) -> npt.NDArray[np.bool_]:
+        """Whether each point number is allowed."""
+        combination = np.zeros(numbers.shape, dtype=np.int64)
+        for k, n in zip(self.positions, self.shape, strict=True):
+            combination = combination * n + (numbers // self.weights[k]) % self.radices[k]
+        return self.allowed[combination]
+
+    def allowed_points(self) -> IntArray:
+        """Every allowed point number, sorted: the named placeholders' allowed combinations, each with every
+        combination of the other placeholders (only called when there are few: at most four times a sample)."""
+        named = set(self.positions)
+        combos = np.flatnonzero(self.allowed)
+        offsets = np.zeros(combos.shape, dtype=np.int64)
+        for k, n in zip(reversed(self.positions), reversed(self.shape), strict=True):
+            combos, digit = np.divmod(combos, n)
+            offsets += digit * self.weights[k]
+        others = np.zeros(1, dtype=np.int64)
+        for k, radix in enumerate(self.radices):
+            if k not in named:
+                others = (others[:, None] + np.arange(radix, dtype=np.int64)[None, :] * self.weights[k]).ravel()
+        return np.sort(np.add.outer(offsets, others).ravel())
+
+    def sample(self, stream: Stream, size: int, n: int) -> IntArray:
+        """``n`` distinct sorted allowed points, uniformly: from the list of allowed points where the sample takes a
+        quarter of them or more, else drawn from the whole product and the excluded ones dropped."""
+        if n * _DENSE_FACTOR >= self.allowed_count:
+            points = self.allowed_points()
+            order = np.argsort(stream.raw(points.size), kind="stable")[:n]
+            return np.sort(points[order])
+        batch = min(_MAX_BATCH, math.ceil((2 * n + 16) * size / self.allowed_count))  # about 2n + 16 allowed ones
+        collected = np.empty(0, dtype=np.int64)
+        while True:
+            drawn = np.minimum(np.floor(stream.uniform(batch) * size).astype(np.int64), size - 1)
+            collected = np.concatenate((collected, drawn[self.mask(drawn)]))
+            _, first = np.unique(collected, return_index=True)
+            if first.size >= n:
+                return np.sort(collected[np.sort(first)[:n]])
+            collected = collected[np.sort(first)]
 
 
 def _sample_distinct(stream: Stream, size: int, n: int) -> IntArray:

@@ -16,7 +16,7 @@ from generators import mess as messes
 from generators.codebook import render_codebook
 from generators.encoders import encode, encoded_size
 from generators.messwrite import encode_messy
-from generators.paths import README_NAME, Entry, Tree
+from generators.paths import README_NAME, Entry, Tree, render_number
 from generators.spec import Spec
 from generators.synth import Table, measure_text, synthesize
 
@@ -266,6 +266,21 @@ def layout_template(spec: Spec) -> str:
     return f"{directories}.{spec.extension}"
 
 
+def _exclusion_lines(spec: Spec) -> builtins.list[str]:
+    """The combinations of conditions the study cannot have, as the README states them (none: no line)."""
+    if not spec.excluded:
+        return []
+
+    def levels(column: str, values: tuple[str, ...] | tuple[float, ...]) -> str:
+        shown = [f"`{v if isinstance(v, str) else render_number(v)}`" for v in values]
+        return f"`{column}` " + (shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}")
+
+    lines = ["Some combinations of conditions cannot occur, and no file holds them:", ""]
+    for crossing in spec.excluded:
+        lines.append("- " + " with ".join(levels(column, values) for column, values in crossing.items()))
+    return [*lines, ""]
+
+
 def render_readme(spec: Spec) -> str:
     """The README an agent sees: the title and abstract only when the spec shows them."""
     project = spec.project
@@ -280,6 +295,7 @@ def render_readme(spec: Spec) -> str:
         "",
         *(f"- {_placeholder_phrase(spec, p)}" for p in spec.template.placeholders),
         "",
+        *_exclusion_lines(spec),
         f"Field: {spec.context.field}; domain: {spec.context.domain}; area: {spec.context.subdomain}.",
         "",
     ]

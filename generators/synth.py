@@ -9,8 +9,8 @@ reads back.
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Sequence
-from dataclasses import dataclass
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from generators import clock, expr, numfmt
 from generators.rng import Stream, prefetch_uniforms, root_stream
-from generators.spec import CALENDAR_NAMES, ROW_NAME, Spec, Variable
+from generators.spec import CALENDAR_NAMES, ROW_NAME, Distribution, Spec, Variable, level_key
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -207,11 +207,57 @@ def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray
 
 
 def draw_independent(variable: Variable, stream: Stream, n: int) -> FloatArray | IntArray:
-    """An independent numeric column of ``n`` rows: one draw per row, or one for the file (``per_file``)."""
+    """An independent numeric column of ``n`` rows: one draw per row, or one for the file (``per_file``), or
+    a normal law's draws that follow the previous record's (``persist``)."""
     if variable.per_file:
         one = sample_independent(variable, stream, 1)
         return np.repeat(one, n)  # type: ignore[return-value]  # the dtype of ``one`` is kept
+    if variable.persist:
+        assert variable.distribution is not None  # a continuous law (spec validation)
+        return _persistent_law(variable.distribution, persistent_normal(stream, n, variable.persist))
     return sample_independent(variable, stream, n)
+
+
+def _persistent_law(law: Distribution, z: FloatArray) -> FloatArray:
+    """Standard normal draws ``z`` carried to a continuous law by its quantile function (a Gaussian copula): each
+    value keeps the law, neighbours keep the draws' correlation."""
+    p = law.params
+    if law.kind == "normal":
+        return p["mean"] + p["sd"] * z
+    # Imported here: only a series of a non-normal law needs the normal distribution function (a fifth of a second).
+    from scipy.special import betaincinv, log_ndtr, ndtr
+
+    if law.kind == "uniform":
+        return p["low"] + (p["high"] - p["low"]) * ndtr(z)  # type: ignore[no-any-return]
+    if law.kind == "exponential":
+        return -p["scale"] * log_ndtr(-z)  # type: ignore[no-any-return]  # -log(1 - u), exact in the upper tail
+    if law.kind == "beta":
+        return p["low"] + (p["high"] - p["low"]) * betaincinv(p["a"], p["b"], ndtr(z))  # type: ignore[no-any-return]
+    raise ValueError(f"no persistent draws of a {law.kind} law")
+
+
+def _persistent_codes(fresh: IntArray, uniforms: FloatArray, persist: float) -> IntArray:
+    """A categorical series that keeps the previous record's category with probability ``persist``, else takes a
+    fresh draw (``fresh``): a Markov chain whose stationary law is the column's own, in whole-array steps (each
+    record takes the fresh draw of the last record that did not keep)."""
+    renewed = uniforms >= persist
+    renewed[0] = True
+    last = np.maximum.accumulate(np.where(renewed, np.arange(fresh.size), 0))
+    return fresh[last]
+
+
+def persistent_normal(stream: Stream, n: int, persist: float) -> FloatArray:
+    """``n`` standard normal draws in which each follows the one before with correlation ``persist``: a stationary
+    AR(1) process, ``z[t] = persist * z[t-1] + sqrt(1 - persist**2) * e[t]`` from ``z[0] = e[0]``, so every draw
+    keeps the standard normal law. The recursion runs as a scan of log2(n) whole-array steps (after the step of
+    shift s, ``z[t]`` holds the terms of its last 2s innovations), not a Python loop per row."""
+    z = stream.normal(0.0, 1.0, n)
+    z[1:] *= math.sqrt(1.0 - persist * persist)
+    shift = 1
+    while shift < n:
+        z[shift:] = z[shift:] + persist**shift * z[:-shift]
+        shift *= 2
+    return z
 
 
 @dataclass(frozen=True)
@@ -225,6 +271,18 @@ class _Step:
     low: float  # continuous: clip bounds
     high: float
     draws: tuple[float, int]  # about how many uniforms the column draws for n rows: draws[0] * n + draws[1]
+    # a law per level of a path variable (Variable.by_level): the column, the variant of the variable (numeric) or
+    # the cumulative weights (categorical) of each level listed
+    level_column: str = ""
+    level_variables: Mapping[str, Variable] = field(default_factory=dict)
+    level_cdfs: Mapping[str, FloatArray] = field(default_factory=dict)
+
+    def for_file(self, values: Mapping[str, str | int | float]) -> tuple[Variable, FloatArray]:
+        """The variable and cumulative weights that this file's level of ``level_column`` draws from."""
+        if not self.level_column or self.level_column not in values:
+            return self.variable, self.cdf
+        key = level_key(values[self.level_column])
+        return self.level_variables.get(key, self.variable), self.level_cdfs.get(key, self.cdf)
 
 
 @dataclass(frozen=True)
@@ -252,6 +310,7 @@ def _plan(spec: Spec) -> _Plan:
     for variable in spec.variables:
         low, high = variable.bounds
         categorical = variable.role not in ("identifier", "datetime") and variable.type == "categorical"
+        law = variable.by_level
         steps.append(
             _Step(
                 variable,
@@ -261,6 +320,16 @@ def _plan(spec: Spec) -> _Plan:
                 -1e15 if low is None else low,
                 1e15 if high is None else high,
                 _draws(variable),
+                law.column if law is not None else "",
+                {
+                    level: replace(variable, distribution=Distribution(variable.distribution.kind, params))
+                    for level, params in law.params.items()
+                }
+                if law is not None and variable.distribution is not None
+                else {},
+                {level: np.cumsum(np.asarray(probs, dtype=np.float64)) for level, probs in law.probs.items()}
+                if law is not None
+                else {},
             )
         )
     plan = _Plan(tuple(steps), frozenset(read), f"%.{spec.params.sig_digits}g")
@@ -334,34 +403,48 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
             text = np.datetime_as_string(seconds.astype("datetime64[s]"), unit="D" if by_day else "s").tolist()
             columns.append(Column(variable.column, "datetime", seconds, text))
         elif variable.type == "categorical":
-            codes = sub.from_cdf(step.cdf, n) if not variable.per_file else np.repeat(sub.from_cdf(step.cdf, 1), n)
+            _, cdf = step.for_file(values)
+            codes = sub.from_cdf(cdf, n) if not variable.per_file else np.repeat(sub.from_cdf(cdf, 1), n)
+            if variable.persist:
+                codes = _persistent_codes(codes, sub.uniform(n), variable.persist)
             if step.read:
                 env[variable.column] = expr.Categorical(codes, variable.categories)
             labels = step.labels[codes]
             columns.append(Column(variable.column, "categorical", labels, labels.tolist()))
         elif variable.type == "integer":
-            ints = np.asarray(draw_independent(variable, sub, n), dtype=np.int64)
+            ints = np.asarray(draw_independent(step.for_file(values)[0], sub, n), dtype=np.int64)
             if step.read:
                 env[variable.column] = ints.astype(np.float64)
             columns.append(Column(variable.column, "integer", ints, integer_texts(ints)))
         else:
-            columns.append(_continuous(spec, plan, step, env, sub, n))
+            columns.append(_continuous(spec, plan, step, env, sub, n, values))
     return Table(tuple(columns), n)
 
 
-def _continuous(spec: Spec, plan: _Plan, step: _Step, env: dict[str, expr.Column], sub: Stream, n: int) -> Column:
+def _continuous(
+    spec: Spec,
+    plan: _Plan,
+    step: _Step,
+    env: dict[str, expr.Column],
+    sub: Stream,
+    n: int,
+    values: Mapping[str, str | int | float],
+) -> Column:
     variable = step.variable
     if variable.role == "dependent":
         assert variable.expression is not None
         raw = expr.evaluate(variable.expression, env, n)
-        raw += sub.normal(0.0, variable.noise_sd, n)
+        if variable.persist:  # what repeats is not independent between neighbouring records (a drift, a tool's wear)
+            raw += variable.noise_sd * persistent_normal(sub, n, variable.persist)
+        else:
+            raw += sub.normal(0.0, variable.noise_sd, n)
         if variable.scale == "log":
             raw = from_log(raw)
     else:
-        raw = np.asarray(draw_independent(variable, sub, n), dtype=np.float64)
+        raw = np.asarray(draw_independent(step.for_file(values)[0], sub, n), dtype=np.float64)
     if not np.isfinite(raw).all():
         raw = np.nan_to_num(raw, nan=0.0, posinf=1e15, neginf=-1e15)
-    if variable.role == "dependent":
+    if variable.role == "dependent" and not variable.clip:
         raw = fold(raw, step.low, step.high)
     else:
         np.clip(raw, step.low, step.high, out=raw)

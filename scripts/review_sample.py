@@ -8,6 +8,10 @@ file's format (the last row shows how long a file's records run).
     python scripts/review_sample.py --seeds 8001-9000 --draw 20261128 --count 30 --out review/
 
 With ``--out DIR`` each seed goes to ``DIR/<seed>.txt`` (and the drawn seeds to ``DIR/seeds.txt``); else to stdout.
+With ``--field SLUG`` (a design file's name without .json) it shows instead one repository of every design of that
+field (or of one ``--subdomain``): the first seed from ``--start`` of each, a designer's self-review before a blind one.
+
+    python scripts/review_sample.py --field natural-physics --subdomain Superconductivity --rows 5
 The reviewer's verdicts are recorded in docs/generation.md ("Reviewed as a researcher would").
 """
 
@@ -19,6 +23,8 @@ import sys
 from pathlib import Path
 
 from generators.builders.procedural import build_spec
+from generators.data_files import taxonomy
+from generators.designs import designs
 from generators.repository import Repository
 from sgfs.errors import SgfsError
 from sgfs.store.repositories import parse_seed_list
@@ -53,6 +59,20 @@ def packet(seed: int, rows: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def design_seeds(parser: argparse.ArgumentParser, slug: str, subdomain: str | None, start: int) -> list[int]:
+    """The first seed from ``start`` of every design of field ``slug`` (or of its one ``subdomain``)."""
+    from profile_designs import seeds_by_subdomain  # a sibling script: the same scan the profiles use
+
+    field = next((f.name for f in taxonomy() if f.slug == slug), None)
+    if field is None:
+        parser.error(f"no field {slug!r}: use a file name of generators/data/designs/ without .json")
+    wanted = [(name, sub) for name, sub in designs() if name == field and subdomain in (None, sub)]
+    if not wanted:
+        parser.error(f"field {slug!r} has no subdomain {subdomain!r}")
+    found = seeds_by_subdomain(set(wanted), start, 1)
+    return [found[key][0] for key in wanted if found.get(key)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="8001-9000", help="seed list to draw from (default: 8001-9000)")
@@ -61,7 +81,21 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=8, help="rows shown per file (default: 8)")
     parser.add_argument("--exclude", default="", help="seed list never drawn (e.g. an earlier sample)")
     parser.add_argument("--out", type=Path, help="folder for one file per seed (default: stdout)")
+    parser.add_argument("--field", help="one repository of every design of this field instead of a draw")
+    parser.add_argument("--subdomain", help="with --field: only this subdomain's design")
+    parser.add_argument("--start", type=int, default=100_001, help="with --field: first seed scanned")
     args = parser.parse_args()
+    if args.rows < 1:
+        parser.error("--rows must be at least 1")
+    if args.subdomain is not None and args.field is None:
+        parser.error("--subdomain needs --field")
+    if args.field is not None:
+        if args.start < 0:
+            parser.error("--start must not be negative")
+        for seed in design_seeds(parser, args.field, args.subdomain, args.start):
+            sys.stdout.write(packet(seed, args.rows) + "\n")
+            sys.stdout.flush()
+        return 0
     try:
         pool = parse_seed_list(args.seeds)
         excluded = set(parse_seed_list(args.exclude)) if args.exclude else set()
@@ -70,8 +104,6 @@ def main() -> int:
     candidates = [seed for seed in pool if seed not in excluded]
     if not 1 <= args.count <= len(candidates):
         parser.error(f"--count must be between 1 and {len(candidates)} (the seeds left to draw from)")
-    if args.rows < 1:
-        parser.error("--rows must be at least 1")
     seeds = sorted(random.Random(args.draw).sample(candidates, args.count))
     if args.out is None:
         for seed in seeds:

@@ -32,6 +32,7 @@ from generators.spec import (
     Context,
     Distribution,
     Flip,
+    LevelLaw,
     Params,
     PathTemplate,
     PathVariable,
@@ -39,7 +40,9 @@ from generators.spec import (
     Spec,
     Variable,
     World,
+    crossings_within,
     expression_scope,
+    level_key,
     validate,
 )
 from generators.synth import fold, from_log, sample_independent
@@ -71,6 +74,7 @@ class _Term:
     cause: str = ""  # the driving column or placeholder ("" for an interaction)
     nuisance: bool = False  # researcher, date or run number: a confounder, not a hypothesis
     levels: tuple[str, ...] = ()  # a categorical cause with the design's level effects: (highest, lowest) present
+    absolute: bool = False  # the design's level table: its levels sit where the design puts them, not recentred
 
 
 def build_spec(seed: int, params: Params | None = None, universe: str = "", world: World | None = None) -> Spec:
@@ -95,6 +99,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     factors = placement.sample(list(design.factors), min(total - len(specials), len(design.factors)))
     sizes = _fit_sizes(sizes, len(specials) + len(factors))
     path_variables = tuple(_path_variable(f, rs.child("levels", f.column)) for f in factors)
+    excluded = crossings_within(design.excluded, path_variables)
     order = _placeholder_order(specials, [f.column for f in factors], placement)
     components: list[tuple[str, ...]] = []
     for size in sizes:
@@ -137,6 +142,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
         start_date=start.isoformat(),
         params=params,
         universe=universe,
+        excluded=excluded,
     )
     variables, terms = _variables(base, design, {}, rs.child("variables"))
     flips: dict[tuple[str, str], int] = {}
@@ -298,7 +304,7 @@ def _variables(
         Variable(label, column, "datetime", kind, description, **_clock_of(design)),
     ]
     measures, outcomes = _choose_columns(spec, design, rs)
-    independents = [_measure_variable(m) for m in measures]
+    independents = [_measure_variable(m, spec) for m in measures]
     variables += rs.shuffled(independents)
     terms: list[_Term] = []
     reference = _Reference(spec, rs.child("reference"))
@@ -322,9 +328,16 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
     kept = set(rs.sample(list(range(n)), rs.randint(max(2, (n + 1) // 2), n)))
     n_out = rs.randint(min(2, len(design.outcomes)), len(design.outcomes))
     wanted = set(rs.sample(list(range(len(design.outcomes))), n_out))
-    # The design's first outcome is what a study of the subdomain is about (methylation in an epigenetics study,
-    # D_l in a CMB one): every repository records it when the conditions it needs are varied.
-    wanted.add(0)
+    # The design's first response is what a study of the subdomain is about (methylation in an epigenetics study,
+    # D_l in a CMB one): every repository records it when the conditions it needs are varied. A definition written
+    # before it (a cross-section, an outside temperature from the calendar) is an input, not the study's subject.
+    wanted.add(next(i for i, o in enumerate(design.outcomes) if not o.derived))
+    # A wanted outcome wants the earlier outcomes it reads (a formula's inputs, a response's derived cause such as a
+    # cycle count from the record's position), from the last back, so a chain is followed to its start.
+    position = {o.column: i for i, o in enumerate(design.outcomes)}
+    for i in sorted(wanted | set(range(len(design.outcomes))), reverse=True):
+        if i in wanted:
+            wanted |= {position[c] for c, _ in design.outcomes[i].parents if c in position and position[c] < i}
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
     present = {pv.column for pv in spec.path_variables}
     present.add(ROW_NAME)  # a formula may read a record's position in its file
@@ -360,11 +373,23 @@ def _repository_formula(formula: str, spec: Spec) -> str:
     return expr.restrict_levels(formula, levels)
 
 
-def _measure_variable(m: Measure) -> Variable:
+def _level_law(m: Measure, spec: Spec) -> LevelLaw | None:
+    """The measure's law per level of a factor, at the levels this repository holds (None where it does not vary
+    the factor: the measure keeps its own law)."""
+    law = m.by_level
+    if law is None or law.column not in {pv.column for pv in spec.path_variables}:
+        return None
+    held = {level_key(v) for v in spec.path_variable(law.column).values}
+    params = {level: p for level, p in law.params.items() if level in held}
+    probs = {level: p for level, p in law.probs.items() if level in held}
+    return LevelLaw(law.column, params, probs) if params or probs else None
+
+
+def _measure_variable(m: Measure, spec: Spec) -> Variable:
     if m.type == "categorical":
         return Variable(
             m.name, m.column, "independent", "categorical", m.description, categories=m.values, probs=m.probs,
-            per_file=m.per_file,
+            per_file=m.per_file, by_level=_level_law(m, spec), persist=m.persist,
         )  # fmt: skip
     assert m.params is not None
     return Variable(
@@ -378,6 +403,9 @@ def _measure_variable(m: Measure) -> Variable:
         decimals=m.decimals,
         step=m.step,
         per_file=m.per_file,
+        persist=m.persist,
+        by_level=_level_law(m, spec),
+        bounds=(m.low, m.high),
     )
 
 
@@ -400,6 +428,8 @@ class _Reference:
             "elapsed_days": position / 4,
         }
         self.inputs: list[_Input] = []
+        # a response's trend over a file's records (a design's parent ``row``): "round number", "trial number"
+        self._numeric(ROW_NAME, f"{spec.context.record or 'record'} number", position)
         placeholders = set(spec.template.placeholders)
         if "researcher" in placeholders:
             self._categorical("researcher", "the researcher", spec.researchers)
@@ -439,10 +469,23 @@ class _Reference:
             self._numeric(variable.column, "time since the study start", self.rs.uniform_range(0.0, 365.0, self.n))
         elif variable.type == "categorical":
             codes = self.rs.categorical(np.asarray(variable.probs), self.n)
+            law = variable.by_level
+            for level, rows in self._level_rows(law).items():  # a law per level: the rows at that level draw from it
+                assert law is not None
+                codes[rows] = self.rs.categorical(np.asarray(law.probs[level]), self.n)[rows]
             self.env[variable.column] = expr.Categorical(codes, variable.categories)
             self.inputs.append(_Input(variable.column, variable.name, categories=variable.categories))
         elif variable.role == "independent":
             values = np.asarray(sample_independent(variable, self.rs, self.n), dtype=np.float64)
+            law = variable.by_level
+            for level, rows in self._level_rows(law).items():
+                assert law is not None and variable.distribution is not None
+                kind = variable.distribution.kind
+                at_level = replace(variable, distribution=Distribution(kind, law.params[level]))
+                values[rows] = np.asarray(sample_independent(at_level, self.rs, self.n), dtype=np.float64)[rows]
+            low, high = variable.bounds
+            if low is not None or high is not None:  # as the files hold it: set to a bound it passes
+                values = np.clip(values, low, high)
             self._numeric(variable.column, variable.name, values)
         else:
             assert variable.expression is not None
@@ -450,8 +493,20 @@ class _Reference:
             if variable.scale == "log":
                 values = from_log(values)
             low, high = variable.bounds
-            values = fold(values, -1e15 if low is None else low, 1e15 if high is None else high)
+            lowest, highest = -1e15 if low is None else low, 1e15 if high is None else high
+            values = np.clip(values, lowest, highest) if variable.clip else fold(values, lowest, highest)
             self._numeric(variable.column, variable.name, values)
+
+    def _level_rows(self, law: LevelLaw | None) -> dict[str, np.ndarray[Any, np.dtype[np.bool_]]]:
+        """The reference rows at each level that ``law`` lists (its path variable's sampled levels)."""
+        if law is None:
+            return {}
+        sampled = self.env[law.column]
+        if isinstance(sampled, expr.Categorical):
+            keys = np.asarray(sampled.categories, dtype=object)[sampled.codes]
+        else:
+            keys = np.array([level_key(float(v)) for v in sampled], dtype=object)
+        return {level: keys == level for level in [*law.params, *law.probs] if bool((keys == level).any())}
 
     def evaluate(self, expression: str) -> np.ndarray[Any, np.dtype[np.float64]]:
         return expr.evaluate(expression, self.env, self.n)
@@ -477,7 +532,7 @@ def _dependent(
         return Variable(
             outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
             expression=_repository_formula(outcome.formula, spec), noise_sd=outcome.noise, bounds=(low, high),
-            decimals=outcome.decimals, step=outcome.step,
+            decimals=outcome.decimals, step=outcome.step, clip=outcome.clip,
         ), []  # fmt: skip
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
@@ -513,9 +568,11 @@ def _dependent(
         code = _signed(coef, f"*{product}")
         terms.append(_Term(f"{a.label}|{b.label}", code, 0, "interaction"))
     body = "".join(t.code for t in terms)
-    # Centre the deterministic part on the design's typical value.
+    # Centre the deterministic part on the design's typical value; a design's level table is centred over all its
+    # levels already, so the levels a repository holds keep their place instead of being pulled to the centre.
     varying = reference.evaluate("0" + body)
-    offset = float(_num(center - float(varying.mean())))
+    recentred = reference.evaluate("0" + "".join(t.code for t in terms if not t.absolute))
+    offset = float(_num(center - float(recentred.mean())))
     expression = f"{_num(offset)}{body}"
     if outcome.residual is not None and spec.params.residual_fraction > 0:  # the design knows how records repeat
         noise = outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
@@ -539,6 +596,8 @@ def _dependent(
         decimals=outcome.decimals,
         step=outcome.step,
         scale=outcome.scale,
+        persist=outcome.persist,
+        clip=outcome.clip,
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
 
@@ -568,11 +627,12 @@ def _term(
     weight = rs.uniform_range(*_WEIGHT_RANGE, 1)[0] * spread
     if source.categories:
         if levels is not None:
-            # The design's effects, scaled by a share of the spread drawn per repository and centred over all the
-            # design's levels, not the ones present: a level sits where the design puts it (greenschist facies
-            # stays cooler than the design's centre in a repository of greenschist and amphibolite only).
+            # The design's effects exactly, in spreads, centred over all the design's levels, not the ones present: a
+            # level sits where the design puts it (greenschist facies stays cooler than the design's centre in a
+            # repository of greenschist and amphibolite only; a single NV centre is as noisy in every repository).
+            # Generator version 12: no share drawn per repository, and the offset leaves these terms alone.
             design_mean = float(np.mean(list(levels.values())))
-            effects = (np.array([levels[c] for c in source.categories]) - design_mean) * (weight / _MEAN_WEIGHT)
+            effects = (np.array([levels[c] for c in source.categories]) - design_mean) * spread
         else:
             effects = rs.normal(0.0, weight, len(source.categories))
             effects -= effects.mean()
@@ -583,7 +643,7 @@ def _term(
             if levels[ranked[-1]] > levels[ranked[0]]:
                 order = (ranked[-1], ranked[0])
         code = f" + lookup({source.name}, {{{table}}})"
-        return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order)
+        return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order, absolute=levels is not None)
     x, m, s = source.name, source.mean, source.sd
 
     def scaled(basis: str, sign: float, amplitude: float) -> str:

@@ -181,13 +181,26 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     outcomes = [v for v in spec.variables if v.role == "dependent"]
     covariates = [v for v in spec.variables if v.role == "independent"]
     conditions = list(spec.path_variables)
-    y = outcomes[0].name if outcomes else "the measured responses"
-    y2 = outcomes[-1].name if len(outcomes) > 1 else y
+    # What the study is about: its responses (outcomes with a stated cause), not a definition computed from other
+    # columns (a cross-section, an air temperature from the calendar), which no title should claim to explain.
+    stated_outcomes = {t.outcome for t in terms if not t.nuisance}
+    responses = [o for o in outcomes if o.column in stated_outcomes] or outcomes
+    lead = responses[0] if responses else None
+    y = lead.name if lead else "the measured responses"
+    y2 = responses[-1].name if len(responses) > 1 else y
     causes = [t.source for t in terms if not t.nuisance and t.shape != "interaction"]
-    # Titles and the abstract name conditions and covariates as the effects studied, never an outcome.
+    # Titles and the abstract name conditions and covariates as the effects studied, never an outcome; the lead
+    # response's own causes first, so "Effects of a and b on y" names what moves y.
     outcome_names = {o.name for o in outcomes}
+    own = [
+        t.source
+        for t in terms
+        if lead is not None and t.outcome == lead.column and not t.nuisance and t.shape != "interaction"
+    ]
+    own = [d for d in dict.fromkeys(own) if d not in outcome_names]
     drivers = [d for d in dict.fromkeys(causes + [c.name for c in conditions]) if d not in outcome_names]
-    picked = rs.sample(drivers, min(2, len(drivers)))
+    picked = rs.sample(own, min(2, len(own)))
+    picked += rs.sample([d for d in drivers if d not in picked], min(2 - len(picked), len(drivers) - len(picked)))
     others = [v.name for v in covariates if v.name not in picked] + ["the measurement conditions"]
     a, b = (picked + others)[:2] if picked else ("the experimental conditions", "the measurement conditions")
     cond = next((c.name for c in conditions if c.name not in (a, b)), "")
@@ -214,7 +227,7 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     # the year the data begin: the first dated file's where files are named by date (a study started in December
     # whose dated files all fall in the next year is named by that year), else the study's start
     year = min(spec.dates)[:4] if spec.dates else spec.start_date[:4]
-    words = re.findall(r"[a-z0-9]+", f"{topic} {outcomes[0].column if outcomes else ''}".lower())
+    words = re.findall(r"[a-z0-9]+", f"{topic} {lead.column if lead else ''}".lower())
     slug_words = list(dict.fromkeys(words))[:5]  # "looking-time-s", not "looking-time-looking-time"
     repo_name = "-".join([*slug_words, year])
 

@@ -11,6 +11,7 @@ paper's distributions of those choices and lets the prompt name the context.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from generators import clock
@@ -25,7 +26,9 @@ from generators.spec import (
     VALUE_STYLES,
     Spec,
     SpecError,
+    crossings_within,
     from_dict,
+    validate,
 )
 
 DRAFT_KEYS = ("project", "path_variables", "template", "variables")
@@ -166,9 +169,13 @@ def assemble(base: Spec, text: str) -> Spec:
             raise SpecError(f"template.{key}: unknown field")
     data = base.to_dict()
     data.update({key: draft[key] for key in DRAFT_KEYS})
+    data.pop("excluded", None)  # the design's crossings, at the drafted levels below
     _inherit_clock(base, data["variables"])
     data["template"] = {**template, "date_format": base.template.date_format, "seq_width": base.template.seq_width}
     spec = from_dict(data)
+    if base.excluded:  # a drafted condition of the design keeps its impossible crossings, at the levels drafted
+        spec = replace(spec, excluded=crossings_within(base.excluded, spec.path_variables))
+        validate(spec)
     check_untrusted(spec)
     return spec
 

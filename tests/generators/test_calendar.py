@@ -87,7 +87,7 @@ def test_formulas_read_the_calendar_of_each_record(monkeypatch: pytest.MonkeyPat
 def test_a_calendar_name_is_no_cause_and_no_column(name: str) -> None:
     caused = _seasonal_fixture()
     next(o for o in caused["designs"][0]["outcomes"] if o["column"] == "yield_mpa")["parents"][name] = 1
-    with pytest.raises(DesignError, match=f"has '{name}' as a cause: the time, the calendar"):
+    with pytest.raises(DesignError, match=f"has '{name}' as a cause: the time and the calendar"):
         load_fixture(caused)
     named = fixture_file()
     named["designs"][0]["measures"][0]["column"] = name

@@ -218,3 +218,23 @@ def test_review_sample_script_shows_what_an_agent_sees(tmp_path: Path) -> None:
     ]:
         bad = _script("review_sample.py", *args)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_review_sample_shows_one_repository_of_every_design_of_a_field() -> None:
+    """A designer's self-review (``--field``): the first repository of each of the field's designs, in the designs'
+    order, or of one ``--subdomain``; a wrong field or subdomain is one line and exit 2."""
+    field = next(f for f in taxonomy() if f.slug == "social-economics")
+    ordered = [sub for name, sub in designs() if name == field.name]
+    result = _script("review_sample.py", "--field", "social-economics", "--rows", "1")
+    assert result.returncode == 0, result.stderr
+    shown = [line.split(" / ")[-1] for line in result.stdout.splitlines() if line.startswith("# seed ")]
+    assert shown == ordered
+    one = _script("review_sample.py", "--field", "social-economics", "--subdomain", ordered[1], "--rows", "1")
+    assert one.returncode == 0 and one.stdout.count("# seed ") == 1 and f"/ {ordered[1]}\n" in one.stdout
+    for args, message in [
+        (("--field", "no-such-field"), "no field 'no-such-field'"),
+        (("--field", "social-economics", "--subdomain", "Cooking"), "has no subdomain 'Cooking'"),
+        (("--subdomain", "Cooking"), "--subdomain needs --field"),
+    ]:
+        bad = _script("review_sample.py", *args)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr
