@@ -896,10 +896,21 @@ def _cross_checks(d: Design, where: str) -> None:
         raise DesignError(f"{where}: factor {idle[0]!r} is a parent of no response (an outcome without a formula)")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of a design file: a key written twice is refused (JSON would keep the last one silently, and a
+    designer's first ``parents`` would be lost)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
 def load_file(text: str, taxonomy_field: Any, where: str) -> tuple[Design, ...]:
     """Parse one field's design file against the field's taxonomy entry (:class:`generators.data_files.Field`)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise DesignError(f"{where}: not valid JSON: {exc}") from None
     top = _Obj(data, where)

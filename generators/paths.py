@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from generators.rng import Stream, root_stream
-from generators.spec import Spec, SpecError, allowed_combinations
+from generators.spec import Spec, SpecError, allowed_combinations, render_number
 
 IntArray = npt.NDArray[np.int64]
 README_NAME = "README.md"
@@ -26,11 +26,6 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _DENSE_FACTOR = 4
 _MAX_BATCH = 1 << 22  # points drawn at a time when crossings rule some out
 MAX_COMPONENT_COMBINATIONS = 200_000
-
-
-def render_number(value: float) -> str:
-    """Shortest text of a number: integers without a decimal point."""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def render_date(iso: str, fmt: str) -> str:

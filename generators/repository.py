@@ -16,8 +16,8 @@ from generators import mess as messes
 from generators.codebook import render_codebook
 from generators.encoders import encode, encoded_size
 from generators.messwrite import encode_messy
-from generators.paths import README_NAME, Entry, Tree, render_number
-from generators.spec import Spec
+from generators.paths import README_NAME, Entry, Tree
+from generators.spec import Spec, render_number
 from generators.synth import Table, measure_text, synthesize
 
 MAX_SEED = 2**63 - 1

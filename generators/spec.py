@@ -1034,11 +1034,14 @@ def _check_independent(spec: Spec, i: int, v: Variable, where: str) -> None:
     _require(problem is None, f"{where}.distribution.params: {problem}")
 
 
+def render_number(value: float) -> str:
+    """Shortest text of a number: integers without a decimal point."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
 def level_key(value: str | float) -> str:
     """A path variable's level as a key of a LevelLaw: the text the paths print (300, 0.5, PtAl2O3)."""
-    if isinstance(value, str):
-        return value
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    return value if isinstance(value, str) else render_number(value)
 
 
 def _check_level_law(spec: Spec, v: Variable, where: str) -> None:

@@ -208,7 +208,7 @@ def sample_independent(variable: Variable, stream: Stream, n: int) -> FloatArray
 
 def draw_independent(variable: Variable, stream: Stream, n: int) -> FloatArray | IntArray:
     """An independent numeric column of ``n`` rows: one draw per row, or one for the file (``per_file``), or
-    a normal law's draws that follow the previous record's (``persist``)."""
+    draws that follow the previous record's (``persist``: a continuous law)."""
     if variable.per_file:
         one = sample_independent(variable, stream, 1)
         return np.repeat(one, n)  # type: ignore[return-value]  # the dtype of ``one`` is kept
@@ -240,6 +240,8 @@ def _persistent_codes(fresh: IntArray, uniforms: FloatArray, persist: float) -> 
     """A categorical series that keeps the previous record's category with probability ``persist``, else takes a
     fresh draw (``fresh``): a Markov chain whose stationary law is the column's own, in whole-array steps (each
     record takes the fresh draw of the last record that did not keep)."""
+    if fresh.size == 0:
+        return fresh
     renewed = uniforms >= persist
     renewed[0] = True
     last = np.maximum.accumulate(np.where(renewed, np.arange(fresh.size), 0))

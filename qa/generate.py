@@ -21,9 +21,8 @@ import numpy as np
 from generators import Repository, expr
 from generators.data_files import taxonomy
 from generators.designs import Design, designs
-from generators.paths import render_number
 from generators.rng import Stream, root_stream
-from generators.spec import EXTENSIONS, Spec, Variable
+from generators.spec import EXTENSIONS, Spec, Variable, render_number
 from qa import stats
 from qa.conventions import conventions
 from qa.model import CATEGORIES, FIXED_TYPES, NOT_POSSIBLE, SAMPLED_TYPES, Answer, Question

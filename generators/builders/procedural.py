@@ -335,7 +335,7 @@ def _choose_columns(spec: Spec, design: Design, rs: Stream) -> tuple[list[Measur
     # A wanted outcome wants the earlier outcomes it reads (a formula's inputs, a response's derived cause such as a
     # cycle count from the record's position), from the last back, so a chain is followed to its start.
     position = {o.column: i for i, o in enumerate(design.outcomes)}
-    for i in sorted(wanted | set(range(len(design.outcomes))), reverse=True):
+    for i in reversed(range(len(design.outcomes))):
         if i in wanted:
             wanted |= {position[c] for c, _ in design.outcomes[i].parents if c in position and position[c] < i}
     measure_index = {m.column: i for i, m in enumerate(design.measures)}
@@ -532,7 +532,7 @@ def _dependent(
         return Variable(
             outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
             expression=_repository_formula(outcome.formula, spec), noise_sd=outcome.noise, bounds=(low, high),
-            decimals=outcome.decimals, step=outcome.step, clip=outcome.clip,
+            decimals=outcome.decimals, step=outcome.step, clip=outcome.clip, persist=outcome.persist,
         ), []  # fmt: skip
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
@@ -604,8 +604,6 @@ def _dependent(
 
 _MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")
 _WEIGHT_RANGE = (0.4, 1.2)  # a term moves the outcome by this share of its spread, drawn per term
-# A design's level effect of 1 moves the mean by one spread for a term of the mean weight (0.8).
-_MEAN_WEIGHT = sum(_WEIGHT_RANGE) / 2
 
 
 def _term(

@@ -12,9 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from generators.paths import render_number
 from generators.rng import Stream
-from generators.spec import Description, PathVariable, Project, Spec, Variable
+from generators.spec import Description, PathVariable, Project, Spec, Variable, render_number
 
 
 class TermLike(Protocol):

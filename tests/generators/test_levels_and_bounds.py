@@ -159,10 +159,23 @@ def test_a_clipped_response_may_centre_below_its_bound() -> None:
     assert load_fixture(_with_table(**hurdle, clip=True)).outcomes[1].clip
 
 
-def test_a_formulas_noise_may_follow_the_previous_record() -> None:
+def test_a_formulas_noise_may_follow_the_previous_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The weather part of a daily temperature: a formula's noise that drifts instead of scattering afresh."""
     data = fixture_file()
-    data["designs"][0]["outcomes"][0] |= {"noise": 0.2, "persist": 0.9}
-    assert load_fixture(data).outcomes[0].persist == 0.9
+    data["designs"][0]["outcomes"][0] |= {"noise": 2, "persist": 0.95, "decimals": 2}
+    design = load_fixture(data)
+    assert design.outcomes[0].persist == 0.95
+    specs = [s for s in specs_with_design(monkeypatch, design, 12) if "area_mm2" in [v.column for v in s.variables]]
+    assert specs and specs[0].variable("area_mm2").persist == 0.95
+    repo = Repository(specs[0])
+    lags = []
+    for path in repo.data_paths()[:8]:
+        table = repo.table(path)
+        noise = np.asarray(table.column("area_mm2").values, dtype=float) - np.asarray(
+            table.column("width_mm").values, dtype=float
+        ) * np.asarray(table.column("thickness_mm").values, dtype=float)
+        lags.append(float(np.corrcoef(noise[:-1], noise[1:])[0, 1]))
+    assert float(np.median(lags)) > 0.7, lags
     exact = fixture_file()
     exact["designs"][0]["outcomes"][0] |= {"persist": 0.9}
     with pytest.raises(DesignError, match=r"an exact formula has no scatter to follow"):
