@@ -189,6 +189,9 @@ class Timestamp:
     # When records can be taken (generators.clock.Window): months (a growing season, a school term), hours of the
     # day (opening hours, a day shift), weekdays only; None: whenever the clock runs.
     window: Window | None = None
+    # Every record of a file taken at one moment (generator version 12): the nuclei of one droplet capture, the wells
+    # of one plate read, the genes of one screen sample; the file's time is its first record's by the clock.
+    per_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -725,7 +728,7 @@ def _design(field: str, data: object, where: str) -> Design:
         t = _Obj(o.data["timestamp"], f"{where}.timestamp")
         t.check_keys(
             ("column", "name", "description"),
-            ("resolution", "clock", "every", "months", "hours", "weekdays", "closed"),
+            ("resolution", "clock", "every", "months", "hours", "weekdays", "closed", "per"),
         )
         resolution = t.text("resolution") if "resolution" in t.data else "datetime"
         if resolution not in TIMESTAMP_RESOLUTIONS:
@@ -739,6 +742,7 @@ def _design(field: str, data: object, where: str) -> Design:
             clock_name,
             every,
             _window(t, clock_name, every, resolution),
+            _per_file(t),
         )
     rows = o.data.get("rows")
     if rows is not None and (

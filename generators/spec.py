@@ -938,8 +938,8 @@ def _validate_variables(spec: Spec) -> None:
             f"{where}.step: only a continuous column has a step",
         )
         _require(
-            not variable.per_file or variable.role in ("independent", "identifier"),
-            f"{where}.per_file: only an independent column or an identifier is one per file",
+            not variable.per_file or variable.role in ("independent", "identifier", "datetime"),
+            f"{where}.per_file: only an independent, identifier or datetime column is one per file",
         )
         _require(
             variable.by_level is None or variable.role == "independent",

@@ -399,6 +399,8 @@ def synthesize(spec: Spec, path: str, values: dict[str, str | int | float], rows
                 seconds = _days(spec, values, sub, n)
             else:
                 seconds = _timestamps(spec, values, sub, n)
+            if variable.per_file:  # every record taken at once (one capture, one plate read): the file's first time
+                seconds = np.repeat(seconds[:1], n)
             if step.read:
                 env[variable.column] = (seconds - _epoch_seconds(spec.start_date)) / _DAY_SECONDS
             env.update(clock.calendar(seconds, plan.read & _CALENDAR))

@@ -277,7 +277,7 @@ def _clock_of(design: Design) -> dict[str, Any]:
     if design.timestamp is None:
         return {}
     t = design.timestamp
-    return {"clock": t.clock, "every": t.every, "window": t.window}
+    return {"clock": t.clock, "every": t.every, "window": t.window, "per_file": t.per_file}
 
 
 def _variables(

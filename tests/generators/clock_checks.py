@@ -26,6 +26,10 @@ def assert_follows_clock(variable: Variable, texts: list[str], first_day: int | 
     every, by_day = variable.every, variable.type == "date"
     gaps = np.diff(times)
     assert (gaps >= 0).all(), "times must be sorted"
+    if variable.per_file:  # every record taken at once: the file's one time is its first record's by the clock
+        assert (gaps == 0).all(), "records of a file taken at once share one time"
+        times, texts = times[:1], texts[:1]
+        gaps = np.diff(times)
     days = times // clock.DAY
     of_day = times % clock.DAY
     weekly = variable.clock == "interval" and every % clock.WEEK == 0

@@ -117,7 +117,7 @@ def test_per_file_and_log_scale_round_trip_through_the_spec_file(fixture_specs: 
 @pytest.mark.parametrize(
     ("role", "change", "message"),
     [
-        ("dependent", {"per_file": True}, "only an independent column or an identifier is one per file"),
+        ("dependent", {"per_file": True}, "only an independent, identifier or datetime column is one per file"),
         ("independent", {"scale": "log"}, "only a continuous dependent column has a log scale"),
         ("dependent", {"scale": "cubic"}, "is not one of linear, log"),
     ],

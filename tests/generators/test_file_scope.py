@@ -89,5 +89,28 @@ def test_an_identifier_scope_must_be_row_or_file(monkeypatch: pytest.MonkeyPatch
         load_fixture(data)
     spec = specs_with_design(monkeypatch, load_fixture(fixture_file()), 1)[0]
     validate(with_changed_column(spec, "identifier", per_file=True))
-    with pytest.raises(SpecError, match="only an independent column or an identifier is one per file"):
+    with pytest.raises(SpecError, match="only an independent, identifier or datetime column is one per file"):
+        validate(with_changed_column(spec, "dependent", per_file=True))
+
+
+def test_a_files_records_may_share_one_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nuclei of one droplet capture, the wells of one plate read (generator version 12): a timestamp with
+    ``"per": "file"`` gives every record the file's first time by its clock; another file keeps its own time."""
+    data = fixture_file()
+    data["designs"][0]["timestamp"] = {
+        "column": "tested_at", "name": "capture time", "description": "When the plate was read.",
+        "clock": "session", "every": "30min", "per": "file",
+    }  # fmt: skip
+    spec = specs_with_design(monkeypatch, load_fixture(data), 1)[0]
+    variable = spec.variable("tested_at")
+    assert variable.per_file and variable.clock == "session"
+    repo = Repository(spec)
+    firsts = set()
+    for path in repo.data_paths()[:8]:
+        text = repo.table(path).column("tested_at").text
+        assert len(set(text)) == 1, path
+        firsts.add(text[0])
+    assert len(firsts) > 1  # files are read at different times
+    validate(spec)
+    with pytest.raises(SpecError, match=r"per_file: only an independent, identifier or datetime column"):
         validate(with_changed_column(spec, "dependent", per_file=True))
