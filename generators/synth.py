@@ -257,7 +257,7 @@ def persistent_normal(stream: Stream, n: int, persist: float) -> FloatArray:
     z[1:] *= math.sqrt(1.0 - persist * persist)
     shift = 1
     while shift < n:
-        z[shift:] = z[shift:] + persist**shift * z[:-shift]
+        z[shift:] += persist**shift * z[:-shift]  # numpy buffers the overlapping read: every term is the old value
         shift *= 2
     return z
 
@@ -356,6 +356,8 @@ def _draws(variable: Variable) -> tuple[float, int]:
     if variable.per_file:
         return (0.0, 0)  # one value for the whole file: drawn as usual
     distribution = variable.distribution
+    if variable.persist:  # a series: standard normals for any law; categories: codes, then the keep-or-renew draws
+        return (2.0, 0)
     if distribution is None:
         return (1.0, 0)  # datetime offsets, categorical codes
     if distribution.kind == "normal":
