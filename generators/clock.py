@@ -120,7 +120,21 @@ def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) ->
         open_day &= np.isin(month, window.months)
     if window.weekdays or working:
         open_day &= weekdays(epoch_days) < 5
+    if working:  # nobody works on New Year's Day or at Christmas (generator version 12)
+        open_day &= ~_holidays(epoch_days)
     return open_day
+
+
+def _holidays(epoch_days: IntArray) -> np.ndarray:
+    """Which of ``epoch_days`` are 1 January, 25 or 26 December (the days :func:`is_working_day` closes)."""
+    stamps = epoch_days.astype("datetime64[D]")
+    month = stamps.astype("datetime64[M]")
+    day_of_month = (stamps - month).astype(np.int64) + 1
+    month_of_year = month.astype(np.int64) % 12 + 1
+    closed = np.zeros(epoch_days.shape, dtype=bool)
+    for m, d in _CLOSED:
+        closed |= (month_of_year == m) & (day_of_month == d)
+    return closed
 
 
 def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
@@ -134,7 +148,11 @@ def open_days(first_day: int, count: int, window: Window, *, working: bool = Fal
     if step == 1 and not window.months and not window.closed:  # at most the weekend closes a day: count them
         if working or window.weekdays:
             start = first_day + (7 - weekday(first_day) if weekday(first_day) >= 5 else 0)
-            return _working_day(start, np.arange(count, dtype=np.int64))
+            if not working:
+                return _working_day(start, np.arange(count, dtype=np.int64))
+            # weekdays, less the three holidays: at most 3 a year, so count // 80 + 3 spare days always suffice
+            days = _working_day(start, np.arange(count + count // 80 + 3, dtype=np.int64))
+            return np.asarray(days[~_holidays(days)][:count], dtype=np.int64)
         return first_day + np.arange(count, dtype=np.int64)
     length = int(count / open_share(window, working=working) * 1.1) + 400
     while True:

@@ -277,6 +277,24 @@ def test_path_dates_are_working_days() -> None:
     assert clock.is_working_day(date(2022, 12, 27)) and not clock.is_working_day(date(2022, 12, 31))
 
 
+@pytest.mark.parametrize(
+    ("every", "window"),
+    [(1800, None), (6 * 3600, None), (2 * 86400, None), (3600, clock.Window(months=(11, 12, 1, 2)))],
+)
+def test_sessions_skip_new_years_day_and_christmas(every: int, window: clock.Window | None) -> None:
+    """People do not work on 1 January, 25 or 26 December (generator version 12): a session that runs across the
+    holidays (all three on weekdays in 2019-20) resumes after them, with or without a window; a plain weekday window
+    still opens on them."""
+    first = (date(2019, 12, 16) - date(1970, 1, 1)).days
+    times = clock.record_times("session", every, first, Stream(f"holidays-{every}"), 300, dated=True, window=window)
+    days = {date(1970, 1, 1) + timedelta(days=int(d)) for d in times // clock.DAY}
+    assert max(days) > date(2020, 1, 3), "the series must run past the holidays for the test to mean anything"
+    assert not days & {date(2019, 12, 25), date(2019, 12, 26), date(2020, 1, 1)}
+    assert all(clock.is_working_day(d) for d in days), sorted(days)
+    weekday_window = clock.open_days(first, 12, clock.Window(weekdays=True))
+    assert (date(2019, 12, 25) - date(1970, 1, 1)).days in weekday_window  # a logger's weekdays are not working days
+
+
 def test_a_full_day_of_sessions_still_starts_at_varied_times() -> None:
     """Short records fill the day, yet each working day's first record starts within 90 minutes of 08:00, not
     at 08:00:00 every day (a reviewer's tell of generated data)."""
