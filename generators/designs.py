@@ -809,9 +809,9 @@ def _exclusions(data: object, design: Design, where: str) -> tuple[Crossing, ...
     return tuple(crossings)
 
 
-def _level_text(level: object) -> str:
+def _level_text(level: str | float) -> str:
     """A level as the design writes it: 'a1', 500 (not 500.0), 0.1."""
-    return repr(level) if isinstance(level, str) else f"{level:g}"
+    return repr(level) if isinstance(level, str) else level_key(level)
 
 
 def _cross_checks(d: Design, where: str) -> None:

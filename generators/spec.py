@@ -963,13 +963,6 @@ def _validate_variables(spec: Spec) -> None:
             not variable.persist or (_drawn_per_row(variable) and variable.type in ("continuous", "categorical")),
             f"{where}.persist: only a continuous or categorical column drawn per row follows the previous record",
         )
-        _require(
-            not variable.persist
-            or variable.role == "dependent"
-            or variable.type == "categorical"
-            or (variable.distribution is not None and variable.distribution.kind in CONTINUOUS_DISTRIBUTIONS),
-            f"{where}.persist: an independent column that follows the previous record has a continuous law",
-        )
         for check in _ROLE_CHECKS[variable.role]:
             check(spec, i, variable, where)
     if spec.extension == "log":

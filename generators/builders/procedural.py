@@ -504,8 +504,9 @@ class _Reference:
         sampled = self.env[law.column]
         if isinstance(sampled, expr.Categorical):
             keys = np.asarray(sampled.categories, dtype=object)[sampled.codes]
-        else:
-            keys = np.array([level_key(float(v)) for v in sampled], dtype=object)
+        else:  # a key per level, not per row
+            levels, index = np.unique(sampled, return_inverse=True)
+            keys = np.array([level_key(float(v)) for v in levels], dtype=object)[index]
         return {level: keys == level for level in [*law.params, *law.probs] if bool((keys == level).any())}
 
     def evaluate(self, expression: str) -> np.ndarray[Any, np.dtype[np.float64]]:

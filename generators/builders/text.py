@@ -199,7 +199,8 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     own = [d for d in dict.fromkeys(own) if d not in outcome_names]
     drivers = [d for d in dict.fromkeys(causes + [c.name for c in conditions]) if d not in outcome_names]
     picked = rs.sample(own, min(2, len(own)))
-    picked += rs.sample([d for d in drivers if d not in picked], min(2 - len(picked), len(drivers) - len(picked)))
+    rest = [d for d in drivers if d not in picked]
+    picked += rs.sample(rest, min(2 - len(picked), len(rest)))
     others = [v.name for v in covariates if v.name not in picked] + ["the measurement conditions"]
     a, b = (picked + others)[:2] if picked else ("the experimental conditions", "the measurement conditions")
     cond = next((c.name for c in conditions if c.name not in (a, b)), "")
