@@ -427,10 +427,12 @@ def _by_level(o: _Obj, measure: Measure) -> LevelLaw:
             if (
                 not isinstance(law, list)
                 or len(law) != len(measure.values)
-                or not all(isinstance(p, int | float) and not isinstance(p, bool) and p > 0 for p in law)
+                or not all(isinstance(p, int | float) and not isinstance(p, bool) and p >= 0 for p in law)
                 or abs(sum(law) - 1.0) > 1e-6
             ):
-                raise DesignError(f"{here}: one positive probability per category, summing to 1")
+                # a level may rule a category out (THP-1 cells are male-derived): 0 is allowed here, not in the
+                # measure's own probs, where a category nobody can draw would be no category
+                raise DesignError(f"{here}: one probability per category (0 or more), summing to 1")
             probs[level] = tuple(float(p) for p in law)
         else:
             assert measure.params is not None
@@ -544,8 +546,8 @@ def _outcome(o: _Obj) -> Outcome:
             f"({spread:g}{' decades' if scale == 'log' else ''})"
         )
     parents = o.data["parents"]
-    if not isinstance(parents, dict) or not 1 <= len(parents) <= 4:
-        raise DesignError(f"{o.where}.parents: expected an object of 1 to 4 causes")
+    if not isinstance(parents, dict) or not 1 <= len(parents) <= MAX_CAUSES:
+        raise DesignError(f"{o.where}.parents: expected an object of 1 to {MAX_CAUSES} causes")
     directions: list[tuple[str, int]] = []
     effects: list[tuple[str, tuple[tuple[str, float], ...]]] = []
     strengths: list[tuple[str, float]] = []
@@ -577,6 +579,9 @@ def _outcome(o: _Obj) -> Outcome:
 
 
 _MAX_LEVEL_EFFECT = 3.0  # in multiples of the outcome's spread
+# an outcome's causes: six, not the four of version 11, since a study's key response often has more (a migrant stock
+# follows distance, both populations, language and the origin's history)
+MAX_CAUSES = 6
 _MIN_STRENGTH, _MAX_STRENGTH = 0.1, 3.0  # a numeric cause's strength, times the builder's drawn share
 
 

@@ -550,10 +550,15 @@ def _dependent(
         )
         for i, d in causes
     ]
+    repeat = _repeat_scatter(outcome, spec)
     nuisance = [inputs[n] for n in _NUISANCE_LABELS if n in inputs and (inputs[n].categories or inputs[n].sd > 0)]
     if nuisance and rs.chance(0.25):  # drift or a researcher effect: the confounders a real study has
         source = rs.pick(nuisance)
-        term = _term(source, rs.pick((-1, 1)) if not source.categories else 0, False, 0.5 * spread, rs, reference)
+        # An operator's bias or an instrument's drift is of the order of how records repeat, not of how conditions
+        # differ: half the design's stated repeat scatter where it states one (a Deccan basalt's SiO2 does not move
+        # by 15 % with the analyst), else half the spread, as before.
+        size = 0.5 * (repeat if repeat is not None else spread)
+        term = _term(source, rs.pick((-1, 1)) if not source.categories else 0, False, size, rs, reference)
         terms.append(replace(term, nuisance=True))
     numeric = [i for i, _ in causes if not i.categories]
     if len(numeric) >= 2 and rs.chance(0.2):
@@ -575,8 +580,8 @@ def _dependent(
     recentred = reference.evaluate("0" + "".join(t.code for t in terms if not t.absolute))
     offset = float(_num(center - float(recentred.mean())))
     expression = f"{_num(offset)}{body}"
-    if outcome.residual is not None and spec.params.residual_fraction > 0:  # the design knows how records repeat
-        noise = outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
+    if repeat is not None:  # the design knows how records repeat
+        noise = repeat
     else:
         # The paper's noise (a share of the deterministic spread) and the differences between records of one file
         # (a share of the design's typical spread): without the latter, a response caused mostly by the conditions
@@ -601,6 +606,14 @@ def _dependent(
         clip=outcome.clip,
     )
     return variable, [replace(t, outcome=variable.column) for t in terms]
+
+
+def _repeat_scatter(outcome: Outcome, spec: Spec) -> float | None:
+    """The scatter between records taken under the same conditions, where the design states it (in the units the
+    expression works in: natural log on the log scale); None where the builder's default applies."""
+    if outcome.residual is None or spec.params.residual_fraction <= 0:
+        return None
+    return outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
 
 
 _MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")

@@ -15,6 +15,7 @@ import pytest
 from generators.builders.procedural import build_spec
 from generators.data_files import taxonomy
 from generators.designs import DesignError, check_files, designs, load_file, parse_unit, shared_columns
+from tests.generators.design_fixture import fixture_file, load_fixture, specs_with_design
 
 DESIGN_DIR = Path(str(resources.files("generators").joinpath("data", "designs")))
 
@@ -252,3 +253,29 @@ def test_review_sample_shows_one_repository_of_every_design_of_a_field() -> None
     ]:
         bad = _script("review_sample.py", *args)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_an_outcome_takes_up_to_six_causes_and_each_enters_its_formula(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A migrant stock follows distance, both populations, language and the origin's history: six causes load and
+    every one moves the response; a seventh is refused in one line."""
+    causes = {"yield_mpa": 1, "strain_rate": 1, "batch": 0, "width_mm": 1, "thickness_mm": -1, "anneal_c": -1}
+    data = fixture_file()
+    uts = next(o for o in data["designs"][0]["outcomes"] if o["column"] == "uts_mpa")
+    uts["parents"] = causes
+    design = load_fixture(data)
+    assert [c for c, _ in next(o for o in design.outcomes if o.column == "uts_mpa").parents] == list(causes)
+    held = 0
+    for spec in specs_with_design(monkeypatch, design, 12):
+        columns = {v.column for v in spec.variables} | {pv.column for pv in spec.path_variables}
+        formula = next((v.expression for v in spec.variables if v.column == "uts_mpa"), None)
+        if formula is None:
+            continue
+        for cause in causes:
+            if cause in columns:
+                assert cause in formula, (spec.seed, cause, formula)
+        held += 1
+    assert held >= 6
+    uts["parents"] = causes | {"alloy": 0}
+    with pytest.raises(DesignError, match=r"parents: expected an object of 1 to 6 causes") as caught:
+        load_fixture(data)
+    assert "\n" not in str(caught.value)

@@ -71,6 +71,29 @@ def test_each_files_measure_follows_its_levels_law(monkeypatch: pytest.MonkeyPat
     assert widths >= 3 and batches >= 3, (widths, batches)
 
 
+def test_a_level_may_rule_a_category_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """THP-1 cells are male-derived: a level's probabilities may give a category 0, and no file of that level holds
+    it (0.999 had left a chance of a female THP-1 file). The measure's own probabilities stay positive."""
+    ruled_out = {"factor": "anneal_c", "probs": {"300": [1.0, 0.0], "500": [0.0, 1.0]}}
+    specs = specs_with_design(monkeypatch, load_fixture(_with(batch=ruled_out)), 40)
+    checked = 0
+    for spec in specs:
+        if "anneal_c" not in {pv.column for pv in spec.path_variables} or "batch" not in {
+            v.column for v in spec.variables
+        }:
+            continue
+        for level, files in _files_by_level(spec, "anneal_c", "batch").items():
+            values = set(np.concatenate(files).tolist())
+            if level in ("300", "500"):
+                assert values == {"B1" if level == "300" else "B2"}, (spec.seed, level, values)
+        checked += 1
+    assert checked >= 3
+    data = _with()
+    data["designs"][0]["measures"][2]["probs"] = [1.0, 0.0]
+    with pytest.raises(DesignError, match="one positive probability per category"):
+        load_fixture(data)
+
+
 @pytest.mark.parametrize(
     ("width", "batch", "message"),
     [
@@ -82,6 +105,7 @@ def test_each_files_measure_follows_its_levels_law(monkeypatch: pytest.MonkeyPat
         ({"factor": "alloy", "probs": {"a1": [1.0]}}, None, r"by\.params: missing"),
         (None, {"factor": "anneal_c", "probs": {"300": [0.5, 0.6]}}, r"summing to 1"),
         (None, {"factor": "anneal_c", "probs": {"350": [0.5, 0.5]}}, r"'350' is not a level of 'anneal_c'"),
+        (None, {"factor": "anneal_c", "probs": {"300": [1.1, -0.1]}}, r"one probability per category \(0 or more\)"),
     ],
 )
 def test_a_bad_law_per_level_is_refused_in_one_line(
