@@ -47,7 +47,12 @@ _SESSION_SPREAD = (0.8, 1.25)  # a session's record takes this share of ``every`
 _FIRST_START_SLACK = 90 * 60  # a working day's first record starts within 90 min of 08:00
 _UNITS = {"s": 1, "min": 60, "h": 3600, "d": DAY, "wk": WEEK}
 _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
-_CLOSED = ((1, 1), (12, 25), (12, 26))
+# The winter break, 24 December to 1 January: closed almost everywhere that people record data (schools, clinics'
+# elective lists, laboratories); reviewers rejected a class tested on 31 December and unit tests on 27 December
+# (generator version 12, design pass 18; before, only 1 January, 25 and 26 December)
+_BREAK_FROM = 24  # December
+_CLOSED = ((1, 1), *((12, d) for d in range(_BREAK_FROM, 32)))
+_CLOSED_WEEKDAYS_A_YEAR = 7  # of the nine days, at most seven fall on weekdays
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
 
 
@@ -126,15 +131,13 @@ def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) ->
 
 
 def _holidays(epoch_days: IntArray) -> np.ndarray:
-    """Which of ``epoch_days`` are 1 January, 25 or 26 December (the days :func:`is_working_day` closes)."""
+    """Which of ``epoch_days`` fall in the winter break, 24 December to 1 January (the days :func:`is_working_day`
+    closes)."""
     stamps = epoch_days.astype("datetime64[D]")
     month = stamps.astype("datetime64[M]")
     day_of_month = (stamps - month).astype(np.int64) + 1
     month_of_year = month.astype(np.int64) % 12 + 1
-    closed = np.zeros(epoch_days.shape, dtype=bool)
-    for m, d in _CLOSED:
-        closed |= (month_of_year == m) & (day_of_month == d)
-    return closed
+    return ((month_of_year == 12) & (day_of_month >= _BREAK_FROM)) | ((month_of_year == 1) & (day_of_month == 1))
 
 
 def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
@@ -150,8 +153,10 @@ def open_days(first_day: int, count: int, window: Window, *, working: bool = Fal
             start = first_day + (7 - weekday(first_day) if weekday(first_day) >= 5 else 0)
             if not working:
                 return _working_day(start, np.arange(count, dtype=np.int64))
-            # weekdays, less the three holidays: at most 3 a year, so count // 80 + 3 spare days always suffice
-            days = _working_day(start, np.arange(count + count // 80 + 3, dtype=np.int64))
+            # weekdays, less the winter break: at most 7 of every 261 weekdays, so count // 30 + 7 spare days always
+            # suffice
+            spare = count // 30 + _CLOSED_WEEKDAYS_A_YEAR
+            days = _working_day(start, np.arange(count + spare, dtype=np.int64))
             return np.asarray(days[~_holidays(days)][:count], dtype=np.int64)
         return first_day + np.arange(count, dtype=np.int64)
     length = int(count / open_share(window, working=working) * 1.1) + 400
@@ -253,7 +258,7 @@ def span_days(clock: str, every: int, rows: int, window: Window | None = None) -
 
 
 def is_working_day(day: date) -> bool:
-    """Monday to Friday, and not 1 January, 25 or 26 December (closed almost everywhere that records data)."""
+    """Monday to Friday, and not in the winter break, 24 December to 1 January."""
     return day.weekday() < 5 and (day.month, day.day) not in _CLOSED
 
 
@@ -314,7 +319,8 @@ def _events(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
 
 def open_share(window: Window, *, working: bool = False) -> float:
     """The share of calendar days that are open (at least what ``in_window`` finds over whole years)."""
-    return (len(window.months) or 12) / 12 * (5 / 7 if window.weekdays or working else 1)
+    working_share = 5 / 7 * (1 - _CLOSED_WEEKDAYS_A_YEAR / 261) if working else 5 / 7
+    return (len(window.months) or 12) / 12 * (working_share if window.weekdays or working else 1)
 
 
 def _hours(window: Window, clock: str) -> tuple[int, int]:
