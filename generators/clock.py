@@ -137,7 +137,10 @@ def _holidays(epoch_days: IntArray) -> np.ndarray:
     month = stamps.astype("datetime64[M]")
     day_of_month = (stamps - month).astype(np.int64) + 1
     month_of_year = month.astype(np.int64) % 12 + 1
-    return ((month_of_year == 12) & (day_of_month >= _BREAK_FROM)) | ((month_of_year == 1) & (day_of_month == 1))
+    closed: np.ndarray = ((month_of_year == 12) & (day_of_month >= _BREAK_FROM)) | (
+        (month_of_year == 1) & (day_of_month == 1)
+    )
+    return closed
 
 
 def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
