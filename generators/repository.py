@@ -247,7 +247,7 @@ class Repository:
 
 def _placeholder_phrase(spec: Spec, name: str) -> str:
     if name == "researcher":
-        return "`researcher`: who ran the session"
+        return "`researcher`: who recorded the file"
     if name == "date":
         return "`date`: the day the file's first record was taken (later records may follow on other days)"
     if name == "seq_number":

@@ -244,7 +244,7 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     placeholders = spec.template.placeholders
     confounders = []
     if "researcher" in placeholders:
-        confounders.append("Systematic differences between the researchers who ran the sessions.")
+        confounders.append("Systematic differences between the researchers who recorded the files.")
     if "date" in placeholders:
         confounders.append("Day-to-day drift in instruments and ambient conditions between measurement dates.")
     if "seq_number" in placeholders:
