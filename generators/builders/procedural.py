@@ -30,6 +30,7 @@ from generators.spec import (
     ROW_NAME,
     VALUE_STYLES,
     Context,
+    Crossing,
     Distribution,
     Flip,
     LevelLaw,
@@ -40,6 +41,7 @@ from generators.spec import (
     Spec,
     Variable,
     World,
+    allowed_combinations,
     crossings_within,
     expression_scope,
     level_key,
@@ -100,6 +102,8 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     sizes = _fit_sizes(sizes, len(specials) + len(factors))
     path_variables = tuple(_path_variable(f, rs.child("levels", f.column)) for f in factors)
     excluded = crossings_within(design.excluded, path_variables)
+    path_variables = _without_dead_levels(path_variables, excluded)
+    excluded = crossings_within(design.excluded, path_variables)
     order = _placeholder_order(specials, [f.column for f in factors], placement)
     components: list[tuple[str, ...]] = []
     for size in sizes:
@@ -109,7 +113,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     template = PathTemplate(
         components=tuple(components),
         joiners=tuple(placement.pick(("-", "_", "_")) for _ in components),
-        value_style=placement.pick(VALUE_STYLES),
+        value_style=_readable_style(placement.pick(VALUE_STYLES), path_variables),
         date_format=placement.pick(DATE_FORMATS),
         seq_width=max(len(str(seq_count)), placement.pick((1, 2, 3, 3))),
     )
@@ -231,6 +235,38 @@ def _path_variable(factor: PathVariable, rs: Stream) -> PathVariable:
     else:
         typed = tuple(float(factor.values[i]) for i in chosen)
     return replace(factor, values=typed)
+
+
+def _readable_style(style: str, path_variables: tuple[PathVariable, ...]) -> str:
+    """``style``, except that a numeric condition whose name ends in a digit (a density per m2) is not glued to its
+    value: ``plant_density_m28`` reads as 28 per m2, so such a repository writes ``plant_density_m2_8``."""
+    glued = style == "{name}{val}"
+    if glued and any(pv.numeric and pv.column[-1].isdigit() for pv in path_variables):
+        return "{name}_{val}"
+    return style
+
+
+def _without_dead_levels(
+    path_variables: tuple[PathVariable, ...], excluded: tuple[Crossing, ...]
+) -> tuple[PathVariable, ...]:
+    """The path variables without the levels that no allowed path holds: a school model ruled out in both districts a
+    repository holds has no file, and a README that lists it among the conditions contradicts its own tree."""
+    named = list(dict.fromkeys(column for crossing in excluded for column in crossing))
+    if not named:
+        return path_variables
+    levels = {column: next(pv.values for pv in path_variables if pv.column == column) for column in named}
+    allowed = allowed_combinations(levels, excluded)
+    kept = []
+    for pv in path_variables:
+        if pv.column in levels:
+            axis = named.index(pv.column)
+            live = np.asarray(allowed.any(axis=tuple(a for a in range(allowed.ndim) if a != axis)), dtype=bool)
+            values: tuple[str, ...] | tuple[float, ...] = tuple(  # type: ignore[assignment]
+                v for v, alive in zip(pv.values, live.tolist(), strict=True) if alive
+            )
+            pv = replace(pv, values=values)
+        kept.append(pv)
+    return tuple(kept)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
@@ -616,6 +652,24 @@ def _repeat_scatter(outcome: Outcome, spec: Spec) -> float | None:
     return outcome.residual * (math.log(10.0) if outcome.scale == "log" else 1.0)
 
 
+_DECADES = 100.0  # a condition whose positive levels span two decades or more was chosen on a log scale
+
+
+def _decade_basis(source: _Input, reference: _Reference) -> str | None:
+    """``log1p(x / smallest positive level)`` for a condition whose levels span two decades or more (learning
+    rates 1e-4 to 1e-2, vessels of 1 to 10 000 L, inducer 0 to 1000 uM), else None. A scientist spaces such levels
+    by factors because the effect goes by factors: on the raw value every level but the largest would act alike
+    (1 and 10 P/E cycles the same, 1000 far apart); the zero level, where there is one, stays at 0."""
+    values = reference.env[source.name]
+    if not source.condition or isinstance(values, expr.Categorical):
+        return None
+    levels = np.unique(values)
+    positive = levels[levels > 0]
+    if levels.min() < 0 or positive.size < 2 or positive.max() < _DECADES * positive.min():
+        return None
+    return f"log1p({source.name}/{_num(float(positive.min()))})"
+
+
 _MONOTONE_SHAPES = ("linear", "saturating", "threshold", "decay", "log")
 _WEIGHT_RANGE = (0.4, 1.2)  # a term moves the outcome by this share of its spread, drawn per term
 
@@ -656,7 +710,12 @@ def _term(
                 order = (ranked[-1], ranked[0])
         code = f" + lookup({source.name}, {{{table}}})"
         return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order, absolute=levels is not None)
-    x, m, s = source.name, source.mean, source.sd
+    x, m, s, low = source.name, source.mean, source.sd, source.low
+    decades = _decade_basis(source, reference)
+    if decades is not None:  # levels chosen a decade apart act through their logarithm, not their raw value
+        x = decades
+        basis = reference.evaluate(x)
+        m, s, low = float(basis.mean()), float(basis.std()), float(basis.min())
 
     def scaled(basis: str, sign: float, amplitude: float) -> str:
         """``basis`` times the coefficient that makes a condition's term vary by ``weight`` over the middle of the
@@ -669,10 +728,12 @@ def _term(
     if direction == 0:
         # A bounded bell: the outcome peaks near the input's typical value (e.g. a temperature optimum).
         bump = f"*exp(-0.5*(({x} - {_num(m)})/{_num(s)})**2)"
-        return _Term(source.label, _signed(2.0 * weight, bump), 0, "optimum", cause=x)
+        return _Term(source.label, _signed(2.0 * weight, bump), 0, "optimum", cause=source.name)
     actual = -direction if flipped else direction
     shape = rs.pick_weighted(_MONOTONE_SHAPES, (4, 2, 1.5, 1, 1))
-    positive = source.low >= 0 and m > 0
+    if decades is not None and shape == "log":  # the basis is a logarithm already: no logarithm of a logarithm
+        shape = "linear"
+    positive = low >= 0 and m > 0
     if shape == "saturating" and positive:
         code = scaled(f"{x}/({x} + {_num(m)})", actual, 2.5)
     elif shape == "decay" and positive:  # exp(-x/m) falls with x: a positive amplitude lowers the outcome
@@ -685,4 +746,4 @@ def _term(
         shape = "linear"
         code = _signed(actual * weight / s, f"*({x} - {_num(m)})")
     names = {"log": "logarithmic"}
-    return _Term(source.label, code, direction, names.get(shape, shape), cause=x)
+    return _Term(source.label, code, direction, names.get(shape, shape), cause=source.name)

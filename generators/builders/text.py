@@ -176,6 +176,16 @@ def hypothesis(outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0)
     return template.format(Y=cap(y), y=y, x=x, s=s)
 
 
+def _name_years(spec: Spec) -> tuple[str, ...]:
+    """The years a repository's name carries: those of its first and last dated files ("2016", "2016-2017") where
+    files are named by date, else none. A name never claims a year its data contradict: reviewers read "...-2017"
+    over interviews of 2018, and "...-2016" over folders dated 2017 (issue 24)."""
+    if not spec.dates:
+        return ()
+    first, last = min(spec.dates)[:4], max(spec.dates)[:4]
+    return (first,) if first == last else (first, last)
+
+
 def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     outcomes = [v for v in spec.variables if v.role == "dependent"]
     covariates = [v for v in spec.variables if v.role == "independent"]
@@ -224,12 +234,9 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
         design_a=with_article(design),
         Design_a=cap(with_article(design)),
     )
-    # the year the data begin: the first dated file's where files are named by date (a study started in December
-    # whose dated files all fall in the next year is named by that year), else the study's start
-    year = min(spec.dates)[:4] if spec.dates else spec.start_date[:4]
     words = re.findall(r"[a-z0-9]+", f"{topic} {lead.column if lead else ''}".lower())
     slug_words = list(dict.fromkeys(words))[:5]  # "looking-time-s", not "looking-time-looking-time"
-    repo_name = "-".join([*slug_words, year])
+    repo_name = "-".join([*slug_words, *_name_years(spec)])
 
     stated = [t for t in terms if not t.nuisance]
     text_rs = rs.child("hypotheses")

@@ -87,6 +87,41 @@ def test_no_repository_holds_a_path_of_an_impossible_crossing(monkeypatch: pytes
     assert crossed >= 5, "too few repositories vary two crossed conditions to test anything"
 
 
+def test_a_level_no_allowed_path_holds_is_not_a_level_of_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A school model ruled out in both districts a repository holds has no file; a README that listed it among the
+    conditions contradicted its own tree (a reviewer's rejection). With a1 ruled out at 400 and 500 C, a repository
+    that holds those two temperatures only holds no a1; every level a repository keeps is on some allowed path."""
+    specs = specs_with_design(monkeypatch, load_fixture(_with([{"alloy": ["a1"], "anneal_c": [400, 500]}])), 60)
+    checked = dead = 0
+    for spec in specs:
+        varied = {pv.column: pv.values for pv in spec.path_variables}
+        if "alloy" not in varied or "anneal_c" not in varied:
+            continue
+        for alloy in varied["alloy"]:
+            assert any(not _forbidden(spec, {"alloy": alloy, "anneal_c": a}) for a in varied["anneal_c"]), varied
+        if varied["anneal_c"] == (400.0, 500.0):
+            assert "a1" not in varied["alloy"], varied
+            repository = Repository(spec)
+            if "README.md" in repository.file_paths():
+                assert "a1" not in repository.read("README.md").decode()
+            dead += 1
+        checked += 1
+    assert checked >= 10 and dead >= 2, (checked, dead)
+    ids = [s for s in range(1, 400) if repo(s).spec.excluded]
+    for seed in ids[:20]:  # the shipped designs too: every held level appears in the files
+        spec = repo(seed).spec
+        tree = Tree(spec)
+        seen: dict[str, set[Any]] = {pv.column: set() for pv in spec.path_variables}
+        for number in tree.indices.tolist():
+            for column, value in tree.placeholder_values(number).items():
+                if column in seen:
+                    seen[column].add(value)
+        crossed = {c for crossing in spec.excluded for c in crossing}
+        for pv in spec.path_variables:
+            if pv.column in crossed and len(tree.indices) >= 4 * math.prod(len(p.values) for p in spec.path_variables):
+                assert seen[pv.column] == set(pv.values), (seed, pv.column, pv.values, seen[pv.column])
+
+
 def _forbidden_pair(crossings: tuple[Any, ...], combination: tuple[Any, Any]) -> bool:
     return any(combination[0] in k["alloy"] and combination[1] in k["anneal_c"] for k in crossings)
 

@@ -104,3 +104,53 @@ def test_an_interaction_never_outweighs_its_weaker_main_term(monkeypatch: pytest
                 assert joint <= 0.501 * weaker, (seed, interaction.code, joint, weaker)
                 checked += 1
     assert checked >= 10
+
+
+def _decade_conditions() -> list[tuple[procedural._Input, procedural._Reference]]:
+    """Conditions of repositories 1-400 whose positive levels span two decades or more."""
+    found = []
+    for seed in range(1, 400):
+        reference = _reference(seed)
+        for source in reference.inputs:
+            if source.condition and not source.categories:
+                levels = np.unique(reference.env[source.name])
+                positive = levels[levels > 0]
+                if levels.min() >= 0 and positive.size >= 3 and positive.max() >= 100 * positive.min():
+                    found.append((source, reference))
+    return found
+
+
+def test_levels_a_decade_apart_act_through_their_logarithm() -> None:
+    """Learning rates of 1e-4 to 1e-2, vessels of 1 to 10 000 L: a scientist spaces such levels by factors because
+    the effect goes by factors. On the raw value the lowest levels acted alike (1 and 10 P/E cycles the same, 1000 far
+    apart); now the step between the two lowest positive levels is of the order of the step between the two highest,
+    for every monotone shape but a threshold."""
+    conditions = _decade_conditions()
+    assert len(conditions) >= 5
+    checked = 0
+    for source, reference in conditions:
+        values = reference.env[source.name]
+        positive = np.unique(values[values > 0])
+        for draw in range(40):
+            term = procedural._term(source, 1, False, SPREAD, root_stream(draw, "", "decade"), reference)
+            assert f"log1p({source.name}/{procedural._num(float(positive[0]))})" in term.code, term.code
+            if term.shape == "threshold":
+                continue
+            effect = reference.evaluate("0" + term.code)
+            at = [float(effect[values == level][0]) for level in positive]
+            low_step, high_step = abs(at[1] - at[0]), abs(at[-1] - at[-2])
+            assert low_step >= 0.1 * high_step, (source.name, term.shape, positive.tolist(), at)
+            checked += 1
+    assert checked >= 100
+
+
+def test_levels_within_two_decades_keep_their_raw_value() -> None:
+    """Annealing at 300, 400 and 500 C acts on the temperature itself, as before."""
+    spec = procedural.build_spec(1)
+    reference = procedural._Reference(spec, root_stream(1, "", "test-reference"))
+    levels = np.array([300.0, 400.0, 500.0])[np.arange(reference.n) % 3]
+    reference._numeric("anneal_c", "annealing temperature", levels, condition=True)
+    source = reference.inputs[-1]
+    for draw in range(20):
+        term = procedural._term(source, 1, False, SPREAD, root_stream(draw, "", "raw"), reference)
+        assert "log1p(anneal_c/300)" not in term.code, term.code  # the log shape divides by the mean, 399.6

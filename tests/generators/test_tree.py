@@ -147,3 +147,18 @@ def test_file_counts_follow_appendix_a2() -> None:
     result = stats.kstest(fractions, stats.beta(1.05, 25).cdf)
     assert result.pvalue > 0.01, (result, len(fractions))
     assert math.isclose(float(np.mean(fractions)), 1.05 / 26.05, rel_tol=0.35)
+
+
+def test_a_numeric_condition_ending_in_a_digit_is_never_glued_to_its_value() -> None:
+    """``plant_density_m28`` reads as 28 per m2 (a designer's find): a repository whose path writes such a condition
+    separates name and value; other repositories keep the glued style the paper draws."""
+    glued = separated = 0
+    for seed in range(1, 1500):
+        spec = build_spec(seed)
+        digit_ended = [pv for pv in spec.path_variables if pv.numeric and pv.column[-1].isdigit()]
+        if spec.template.value_style == "{name}{val}":
+            assert not digit_ended, (seed, [pv.column for pv in digit_ended])
+            glued += 1
+        elif digit_ended and spec.template.value_style == "{name}_{val}":
+            separated += 1
+    assert glued >= 100 and separated >= 5, (glued, separated)
