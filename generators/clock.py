@@ -321,7 +321,8 @@ def _events(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
 
 
 def open_share(window: Window, *, working: bool = False) -> float:
-    """The share of calendar days that are open (at least what ``in_window`` finds over whole years)."""
+    """The share of calendar days that are open: what ``in_window`` finds over whole years, or a little under where
+    only working days count (the winter break closes five to seven weekdays a year; 7 are reckoned)."""
     working_share = 5 / 7 * (1 - _CLOSED_WEEKDAYS_A_YEAR / 261) if working else 5 / 7
     return (len(window.months) or 12) / 12 * (working_share if window.weekdays or working else 1)
 
