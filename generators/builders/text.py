@@ -177,7 +177,7 @@ def hypothesis(outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0)
 
 
 def _name_years(spec: Spec) -> tuple[str, ...]:
-    """The years a repository's name carries: those of its first and last dated files ("2016", "2016-2017") where
+    """The years a repository's name carries: those of its first and last path dates ("2016", "2016-2017") where
     files are named by date, else none. A name never claims a year its data contradict: reviewers read "...-2017"
     over interviews of 2018, and "...-2016" over folders dated 2017 (issue 24)."""
     if not spec.dates:

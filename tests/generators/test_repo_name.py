@@ -1,6 +1,6 @@
 """A repository's name never claims a year its data contradict (issue 24): a reviewer read "...-2023" over interviews
 all dated 2024, "...-2017" over interviews of 2018 and "...-2016" over folders dated 2017. Where files are named by
-date the name carries the years of the first and last of them; otherwise it carries no year."""
+date the name carries the years of the first and last path dates; otherwise it carries no year."""
 
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ def test_the_name_carries_the_years_of_the_dated_files_and_no_other() -> None:
     for seed in range(1, 400):
         spec = procedural.build_spec(seed)
         name = spec.project.repo_name
-        years = re.findall(r"(?<![0-9])(?:19|20)[0-9]{2}(?![0-9])", name)
         if spec.dates:
             first, last = min(spec.dates)[:4], max(spec.dates)[:4]
             expected = f"-{first}" if first == last else f"-{first}-{last}"
             assert name.endswith(expected), (seed, name, spec.dates)
             spans += first != last
         else:
-            assert not name.endswith(tuple(years)) or not years, (seed, name)  # no year closes an undated name
-            assert not re.search(r"-(?:19|20)[0-9]{2}$", name), (seed, name)
+            assert not re.search(r"-(?:19|20)[0-9]{2}$", name), (seed, name)  # no year closes an undated name
             undated += 1
     assert spans >= 5 and undated >= 50  # both cases occur often enough for the test to mean something
