@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,6 @@ _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
 # elective lists, laboratories); reviewers rejected a class tested on 31 December and unit tests on 27 December
 # (generator version 12, design pass 18; before, only 1 January, 25 and 26 December)
 _BREAK_FROM = 24  # December
-_CLOSED = ((1, 1), *((12, d) for d in range(_BREAK_FROM, 32)))
 _CLOSED_WEEKDAYS_A_YEAR = 7  # of the nine days, at most seven fall on weekdays
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
 
@@ -125,7 +125,7 @@ def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) ->
         open_day &= np.isin(month, window.months)
     if window.weekdays or working:
         open_day &= weekdays(epoch_days) < 5
-    if working:  # nobody works on New Year's Day or at Christmas (generator version 12)
+    if working:  # nobody works in the winter break (generator version 12)
         open_day &= ~_holidays(epoch_days)
     return open_day
 
@@ -137,10 +137,14 @@ def _holidays(epoch_days: IntArray) -> np.ndarray:
     month = stamps.astype("datetime64[M]")
     day_of_month = (stamps - month).astype(np.int64) + 1
     month_of_year = month.astype(np.int64) % 12 + 1
-    closed: np.ndarray = ((month_of_year == 12) & (day_of_month >= _BREAK_FROM)) | (
-        (month_of_year == 1) & (day_of_month == 1)
-    )
+    closed: np.ndarray = _in_winter_break(month_of_year, day_of_month)
     return closed
+
+
+def _in_winter_break(month: Any, day: Any) -> Any:
+    """Whether (``month``, ``day``), numbers or arrays of them, fall from 24 December to 1 January: the one rule
+    that :func:`_holidays` and :func:`is_working_day` both apply."""
+    return ((month == 12) & (day >= _BREAK_FROM)) | ((month == 1) & (day == 1))
 
 
 def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
@@ -262,7 +266,7 @@ def span_days(clock: str, every: int, rows: int, window: Window | None = None) -
 
 def is_working_day(day: date) -> bool:
     """Monday to Friday, and not in the winter break, 24 December to 1 January."""
-    return day.weekday() < 5 and (day.month, day.day) not in _CLOSED
+    return day.weekday() < 5 and not _in_winter_break(day.month, day.day)
 
 
 def weekday(epoch_day: int) -> int:

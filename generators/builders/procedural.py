@@ -101,9 +101,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     factors = placement.sample(list(design.factors), min(total - len(specials), len(design.factors)))
     sizes = _fit_sizes(sizes, len(specials) + len(factors))
     path_variables = tuple(_path_variable(f, rs.child("levels", f.column)) for f in factors)
-    excluded = crossings_within(design.excluded, path_variables)
-    path_variables = _without_dead_levels(path_variables, excluded)
-    excluded = crossings_within(design.excluded, path_variables)
+    path_variables, excluded = _held_levels(path_variables, design.excluded)
     order = _placeholder_order(specials, [f.column for f in factors], placement)
     components: list[tuple[str, ...]] = []
     for size in sizes:
@@ -246,14 +244,16 @@ def _readable_style(style: str, path_variables: tuple[PathVariable, ...]) -> str
     return style
 
 
-def _without_dead_levels(
-    path_variables: tuple[PathVariable, ...], excluded: tuple[Crossing, ...]
-) -> tuple[PathVariable, ...]:
-    """The path variables without the levels that no allowed path holds: a school model ruled out in both districts a
-    repository holds has no file, and a README that lists it among the conditions contradicts its own tree."""
+def _held_levels(
+    path_variables: tuple[PathVariable, ...], crossings: tuple[Crossing, ...]
+) -> tuple[tuple[PathVariable, ...], tuple[Crossing, ...]]:
+    """The path variables without the levels that no allowed path holds, and the design's ``crossings`` among what is
+    left (``crossings_within``): a school model ruled out in both districts a repository holds has no file, and a
+    README that lists it among the conditions contradicts its own tree."""
+    excluded = crossings_within(crossings, path_variables)
     named = list(dict.fromkeys(column for crossing in excluded for column in crossing))
     if not named:
-        return path_variables
+        return path_variables, excluded
     levels = {column: next(pv.values for pv in path_variables if pv.column == column) for column in named}
     allowed = allowed_combinations(levels, excluded)
     kept = []
@@ -266,7 +266,7 @@ def _without_dead_levels(
             )
             pv = replace(pv, values=values)
         kept.append(pv)
-    return tuple(kept)
+    return tuple(kept), crossings_within(crossings, kept)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
