@@ -111,6 +111,14 @@ class Tree:
             return _sample_distinct(stream, self.size, n)
         return excluded.sample(stream, self.size, n)
 
+    def held_values(self, placeholder: str) -> tuple[str | int | float, ...]:
+        """The values of ``placeholder`` that some file's path holds, in the placeholder's order: a small tree need
+        not hold every level or date its spec lists, and a README or a name must not claim one it lacks."""
+        k = self.placeholders.index(placeholder)
+        stride = math.prod(self.radices[k + 1 :])
+        held = np.unique((self.indices // stride) % self.radices[k])
+        return tuple(self.values[k][i] for i in held.tolist())
+
     # -- names -----------------------------------------------------------------------------------
     def component_name(self, component: int, local: int) -> str:
         a, b = self.spans[component]

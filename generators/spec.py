@@ -867,6 +867,31 @@ def crossings_within(crossings: Sequence[Crossing], path_variables: Sequence[Pat
     return tuple(kept)
 
 
+def held_levels(
+    path_variables: tuple[PathVariable, ...], crossings: Sequence[Crossing]
+) -> tuple[tuple[PathVariable, ...], tuple[Crossing, ...]]:
+    """The path variables without the levels that no allowed path holds, and ``crossings`` among what is left
+    (``crossings_within``): a school model ruled out in both districts a repository holds has no file, and a README
+    that lists it among the conditions contradicts its own tree."""
+    excluded = crossings_within(crossings, path_variables)
+    named = list(dict.fromkeys(column for crossing in excluded for column in crossing))
+    if not named:
+        return path_variables, excluded
+    levels = {column: next(pv.values for pv in path_variables if pv.column == column) for column in named}
+    allowed = allowed_combinations(levels, excluded)
+    kept = []
+    for pv in path_variables:
+        if pv.column in levels:
+            axis = named.index(pv.column)
+            live = np.asarray(allowed.any(axis=tuple(a for a in range(allowed.ndim) if a != axis)), dtype=bool)
+            values: tuple[str, ...] | tuple[float, ...] = tuple(  # type: ignore[assignment]
+                v for v, alive in zip(pv.values, live.tolist(), strict=True) if alive
+            )
+            pv = replace(pv, values=values)
+        kept.append(pv)
+    return tuple(kept), crossings_within(crossings, kept)
+
+
 def allowed_combinations(
     levels: Mapping[str, tuple[str, ...] | tuple[float, ...]], excluded: Sequence[Crossing]
 ) -> np.ndarray[Any, np.dtype[np.bool_]]:

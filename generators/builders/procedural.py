@@ -30,7 +30,6 @@ from generators.spec import (
     ROW_NAME,
     VALUE_STYLES,
     Context,
-    Crossing,
     Distribution,
     Flip,
     LevelLaw,
@@ -41,9 +40,8 @@ from generators.spec import (
     Spec,
     Variable,
     World,
-    allowed_combinations,
-    crossings_within,
     expression_scope,
+    held_levels,
     level_key,
     validate,
 )
@@ -75,7 +73,7 @@ class _Term:
     outcome: str = ""
     cause: str = ""  # the driving column or placeholder ("" for an interaction)
     nuisance: bool = False  # researcher, date or run number: a confounder, not a hypothesis
-    levels: tuple[str, ...] = ()  # a categorical cause with the design's level effects: (highest, lowest) present
+    levels: tuple[tuple[str, float], ...] = ()  # a categorical cause with the design's level effects, highest first
     absolute: bool = False  # the design's level table: its levels sit where the design puts them, not recentred
 
 
@@ -101,7 +99,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     factors = placement.sample(list(design.factors), min(total - len(specials), len(design.factors)))
     sizes = _fit_sizes(sizes, len(specials) + len(factors))
     path_variables = tuple(_path_variable(f, rs.child("levels", f.column)) for f in factors)
-    path_variables, excluded = _held_levels(path_variables, design.excluded)
+    path_variables, excluded = held_levels(path_variables, design.excluded)
     order = _placeholder_order(specials, [f.column for f in factors], placement)
     components: list[tuple[str, ...]] = []
     for size in sizes:
@@ -242,31 +240,6 @@ def _readable_style(style: str, path_variables: tuple[PathVariable, ...]) -> str
     if glued and any(pv.numeric and pv.column[-1].isdigit() for pv in path_variables):
         return "{name}_{val}"
     return style
-
-
-def _held_levels(
-    path_variables: tuple[PathVariable, ...], crossings: tuple[Crossing, ...]
-) -> tuple[tuple[PathVariable, ...], tuple[Crossing, ...]]:
-    """The path variables without the levels that no allowed path holds, and the design's ``crossings`` among what is
-    left (``crossings_within``): a school model ruled out in both districts a repository holds has no file, and a
-    README that lists it among the conditions contradicts its own tree."""
-    excluded = crossings_within(crossings, path_variables)
-    named = list(dict.fromkeys(column for crossing in excluded for column in crossing))
-    if not named:
-        return path_variables, excluded
-    levels = {column: next(pv.values for pv in path_variables if pv.column == column) for column in named}
-    allowed = allowed_combinations(levels, excluded)
-    kept = []
-    for pv in path_variables:
-        if pv.column in levels:
-            axis = named.index(pv.column)
-            live = np.asarray(allowed.any(axis=tuple(a for a in range(allowed.ndim) if a != axis)), dtype=bool)
-            values: tuple[str, ...] | tuple[float, ...] = tuple(  # type: ignore[assignment]
-                v for v, alive in zip(pv.values, live.tolist(), strict=True) if alive
-            )
-            pv = replace(pv, values=values)
-        kept.append(pv)
-    return tuple(kept), crossings_within(crossings, kept)
 
 
 def _researchers(rs: Stream, k: int) -> tuple[str, ...]:
@@ -703,11 +676,9 @@ def _term(
             effects = rs.normal(0.0, weight, len(source.categories))
             effects -= effects.mean()
         table = ", ".join(f'"{c}": {_num(e)}' for c, e in zip(source.categories, effects, strict=True))
-        order: tuple[str, ...] = ()
-        if levels is not None:
-            ranked = sorted(source.categories, key=lambda c: levels[c])
-            if levels[ranked[-1]] > levels[ranked[0]]:
-                order = (ranked[-1], ranked[0])
+        order: tuple[tuple[str, float], ...] = ()
+        if levels is not None:  # the text names the highest and lowest of those some file holds
+            order = tuple(reversed(sorted(((c, levels[c]) for c in source.categories), key=lambda ce: ce[1])))
         code = f" + lookup({source.name}, {{{table}}})"
         return _Term(source.label, code, 0, "categorical", cause=source.name, levels=order, absolute=levels is not None)
     x, m, s, low = source.name, source.mean, source.sd, source.low

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Protocol
 
+from generators.paths import Tree
 from generators.rng import Stream
 from generators.spec import Description, PathVariable, Project, Spec, Variable, render_number
 
@@ -23,7 +25,7 @@ class TermLike(Protocol):
     shape: str
     nuisance: bool
     cause: str  # the driving column or placeholder ("" for an interaction)
-    levels: tuple[str, ...]  # categorical cause with expected effects: its (highest, lowest) level; () otherwise
+    levels: tuple[tuple[str, float], ...]  # categorical cause with expected effects: (level, effect), highest first
 
 
 _TITLES = (
@@ -152,16 +154,20 @@ def verb_ending(name: str) -> str:
     return "" if plural else "s"
 
 
-def hypothesis(outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0) -> str:
+def hypothesis(
+    outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0, held: Sequence[object] | None = None
+) -> str:
     """One sentence stating the expected effect of the term's cause on ``outcome``; ``n_levels``: how many levels
-    the cause has when it is a condition of the paths (0 otherwise)."""
+    the cause has when it is a condition of the paths (0 otherwise); ``held``: those levels that some file holds
+    (the highest and lowest named are among them)."""
     y, s = outcome.name, verb_ending(outcome.name)
     if term.shape == "interaction":
         a, b = term.source.split("|", 1)
         return f"The effect of {a} on {y} depends on {b}."
     x = term.source
-    if term.shape == "categorical" and term.levels:
-        high, low = term.levels
+    ranked = [(level, effect) for level, effect in term.levels if held is None or level in held]
+    if term.shape == "categorical" and len(ranked) >= 2 and ranked[0][1] > ranked[-1][1]:
+        high, low = ranked[0][0], ranked[-1][0]
         be = "is" if s else "are"
         return f"{cap(y)} {be} expected to be highest for {x} {high} and lowest for {x} {low}."
     if term.shape == "categorical":
@@ -176,20 +182,23 @@ def hypothesis(outcome: Variable, term: TermLike, rs: Stream, n_levels: int = 0)
     return template.format(Y=cap(y), y=y, x=x, s=s)
 
 
-def _name_years(spec: Spec) -> tuple[str, ...]:
-    """The years a repository's name carries: those of its first and last path dates ("2016", "2016-2017") where
-    files are named by date, else none. A name never claims a year its data contradict: reviewers read "...-2017"
-    over interviews of 2018, and "...-2016" over folders dated 2017 (issue 24)."""
-    if not spec.dates:
+def _name_years(dates: Sequence[str | int | float]) -> tuple[str, ...]:
+    """The years a repository's name carries: those of the first and last dates its files are named by ("2016",
+    "2016-2017"), else none. A name never claims a year its data contradict: reviewers read "...-2017" over
+    interviews of 2018, and "...-2016" over folders dated 2017 (issue 24)."""
+    if not dates:
         return ()
-    first, last = min(spec.dates)[:4], max(spec.dates)[:4]
+    first, last = str(min(dates))[:4], str(max(dates))[:4]
     return (first,) if first == last else (first, last)
 
 
 def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     outcomes = [v for v in spec.variables if v.role == "dependent"]
     covariates = [v for v in spec.variables if v.role == "independent"]
-    conditions = list(spec.path_variables)
+    # What the files hold: a small tree may lack a level or a date the spec lists, which no README or name claims.
+    tree = Tree(spec)
+    held = {placeholder: tree.held_values(placeholder) for placeholder in tree.placeholders}
+    conditions = [replace(c, values=held[c.column]) for c in spec.path_variables]  # type: ignore[arg-type]
     # What the study is about: its responses (outcomes with a stated cause), not a definition computed from other
     # columns (a cross-section, an air temperature from the calendar), which no title should claim to explain.
     stated_outcomes = {t.outcome for t in terms if not t.nuisance}
@@ -236,14 +245,14 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     )
     words = re.findall(r"[a-z0-9]+", f"{topic} {lead.column if lead else ''}".lower())
     slug_words = list(dict.fromkeys(words))[:5]  # "looking-time-s", not "looking-time-looking-time"
-    repo_name = "-".join([*slug_words, *_name_years(spec)])
+    repo_name = "-".join([*slug_words, *_name_years(held.get("date", ()))])
 
     stated = [t for t in terms if not t.nuisance]
     text_rs = rs.child("hypotheses")
     n_levels = {c.column: len(c.values) for c in conditions}
     hypotheses = tuple(
         dict.fromkeys(
-            hypothesis(spec.variable(t.outcome), t, text_rs.child(i), n_levels.get(t.cause, 0))
+            hypothesis(spec.variable(t.outcome), t, text_rs.child(i), n_levels.get(t.cause, 0), held.get(t.cause))
             for i, t in enumerate(stated)
         )
     ) or (f"{cap(y)} var{'ies' if verb_ending(y) else 'y'} with {a}.",)

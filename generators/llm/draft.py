@@ -24,10 +24,12 @@ from generators.spec import (
     MAX_VARIABLES,
     ROLES,
     VALUE_STYLES,
+    PathVariable,
     Spec,
     SpecError,
-    crossings_within,
     from_dict,
+    held_levels,
+    level_key,
     validate,
 )
 
@@ -174,10 +176,25 @@ def assemble(base: Spec, text: str) -> Spec:
     data["template"] = {**template, "date_format": base.template.date_format, "seq_width": base.template.seq_width}
     spec = from_dict(data)
     if base.excluded:  # a drafted condition of the design keeps its impossible crossings, at the levels drafted
-        spec = replace(spec, excluded=crossings_within(base.excluded, spec.path_variables))
+        held, excluded = held_levels(spec.path_variables, base.excluded)
+        _refuse_dead_levels(spec.path_variables, held)
+        spec = replace(spec, excluded=excluded)
         validate(spec)
     check_untrusted(spec)
     return spec
+
+
+def _refuse_dead_levels(drafted: tuple[PathVariable, ...], held: tuple[PathVariable, ...]) -> None:
+    """A drafted level that the design's crossings leave on no path would have no file, while the draft's README and
+    formulas name it: the model is told to drop it (a repair), as the procedural builder drops such a level."""
+    for pv, kept in zip(drafted, held, strict=True):
+        dead = [v for v in pv.values if v not in kept.values]
+        if dead:
+            shown = ", ".join(str(level_key(v)) for v in dead)
+            raise SpecError(
+                f"path_variables: {pv.column} level(s) {shown} have no allowed path (the design rules out every "
+                "crossing with the other drafted levels); drop them or draft other levels"
+            )
 
 
 def _inherit_clock(base: Spec, variables: object) -> None:

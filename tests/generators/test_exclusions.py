@@ -236,3 +236,26 @@ def test_a_model_draft_keeps_the_crossings_of_the_conditions_it_drafts(monkeypat
             variable["expression"] = variable["expression"].replace(crossed, "renamed_condition")
     kept = assemble(base, json.dumps(data)).excluded
     assert all(crossed not in crossing for crossing in kept)
+
+
+def test_a_model_draft_of_a_level_no_allowed_path_holds_is_refused_for_repair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The procedural builder's rule holds for a drafted spec too: with a1 ruled out at 400 and 500 C, a model that
+    drafts those two temperatures with alloys a1 and a2 drafts a level with no file, which its README and formulas
+    would name. The draft is refused in one line that names the level (the model's repair turn), and the draft
+    without it is accepted with no path of a1."""
+    specs = specs_with_design(monkeypatch, load_fixture(_with([{"alloy": ["a1"], "anneal_c": [400, 500]}])), 60)
+    base = next(s for s in specs if s.excluded)
+    data = draft_of(base)
+    levels = {pv["column"]: pv for pv in data["path_variables"]}
+    assert {"alloy", "anneal_c"} <= set(levels), levels
+    levels["anneal_c"]["values"] = [400.0, 500.0]
+    levels["alloy"]["values"] = ["a1", "a2"]
+    with pytest.raises(SpecError, match=r"^path_variables: alloy level\(s\) a1 have no allowed path") as refused:
+        assemble(base, json.dumps(data))
+    assert "\n" not in str(refused.value)
+    levels["anneal_c"]["values"] = [300.0, 400.0, 500.0]  # the repair: a temperature where a1 may be annealed
+    spec = assemble(base, json.dumps(data))
+    assert spec.path_variable("alloy").values == ("a1", "a2")
+    tree = Tree(spec)
+    for number in tree.indices.tolist():
+        assert not _forbidden(spec, tree.placeholder_values(number)), tree.path_of(number)
