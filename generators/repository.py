@@ -17,7 +17,7 @@ from generators.codebook import render_codebook
 from generators.encoders import encode, encoded_size
 from generators.messwrite import encode_messy
 from generators.paths import README_NAME, Entry, Tree
-from generators.spec import Spec, render_number
+from generators.spec import SPECIAL_PLACEHOLDERS, Spec, render_number
 from generators.synth import Table, measure_text, synthesize
 
 MAX_SEED = 2**63 - 1
@@ -257,10 +257,21 @@ def _placeholder_phrase(spec: Spec, name: str) -> str:
     return f"`{variable.column}`: {variable.name}{unit}"
 
 
-def layout_template(spec: Spec) -> str:
-    """Where data files live, with ``{placeholder}`` fields: ``{date}/{researcher}/{temp}-{seq_number}.csv``."""
+def layout_template(spec: Spec, *, named: bool = False) -> str:
+    """Where data files live, with ``{placeholder}`` fields: ``{date}/{researcher}/{temp}-{seq_number}.csv``, each
+    field standing for a whole name as the paths write it (questions say how: ``{temp}`` appears as ``temp=300``).
+    ``named``: each condition's field written inside its name as the paths write it, for the README, whose reader
+    of ``{temp}`` looked for a folder ``300`` among folders named ``temp=300``: ``{date}/{researcher}/temp={temp}``."""
+    style = spec.template.value_style
+
+    def field(placeholder: str) -> str:
+        whole = "{" + placeholder + "}"
+        if not named or placeholder in SPECIAL_PLACEHOLDERS:
+            return whole
+        return style.format(name=placeholder, val=whole)
+
     directories = "/".join(
-        spec.template.joiners[i].join("{" + p + "}" for p in component)
+        spec.template.joiners[i].join(field(p) for p in component)
         for i, component in enumerate(spec.template.components)
     )
     return f"{directories}.{spec.extension}"
@@ -287,7 +298,7 @@ def render_readme(spec: Spec) -> str:
     lines = [f"# {project.title}" if spec.readme.show_title else f"# {project.repo_name}", ""]
     if spec.readme.show_title and spec.readme.show_abstract:
         lines += ["## Abstract", "", project.abstract, ""]
-    template = layout_template(spec)
+    template = layout_template(spec, named=True)
     lines += [
         "## Layout",
         "",

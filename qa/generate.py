@@ -586,6 +586,8 @@ def _prefix(g: Generator, rs: Stream, reason: str | None) -> Built:
     else:
         prefix = "/".join(rs.pick(g.view.paths).split("/")[:depth])
         evidence = sorted(p for p in g.view.paths if p.startswith(prefix + "/"))
+        if len(evidence) == len(g.view.paths):  # a folder of one level (a condition held at one value) filters nothing
+            raise Retry
     draft = g.draft("prefix")
     return Built(
         draft,

@@ -8,7 +8,8 @@ import re
 
 from generators.builders.text import levels
 from generators.paths import Tree
-from generators.repository import Repository
+from generators.repository import Repository, layout_template
+from generators.spec import SPECIAL_PLACEHOLDERS, level_key
 from tests.helpers import repo
 
 
@@ -34,3 +35,25 @@ def test_the_readme_lists_and_names_only_the_levels_some_file_holds() -> None:
                 assert not re.search(named, readme), (seed, pv.column, level)
     # e.g. seed 34 lacks one of six forecast models
     assert lacking >= 3 and listed >= 1, "too few trees lack a level to test anything"
+
+
+def test_the_readme_layout_writes_each_path_as_the_files_are_named() -> None:
+    """Filling the README's layout with a file's values gives the file's path: a reader of ``{lna_tech}`` looked for
+    a folder ``CMOSFDSOI`` among folders named ``lna_tech_CMOSFDSOI`` (a reviewer's fault)."""
+    styles = set()
+    for seed in range(1, 200):
+        spec = repo(seed).spec
+        tree = Tree(spec)
+        layout = layout_template(spec, named=True)
+        styles.add(spec.template.value_style)
+        for number in tree.indices.tolist()[:5]:
+            values = tree.placeholder_values(number)
+            texts = {}
+            for k, placeholder in enumerate(tree.placeholders):
+                index = tree.values[k].index(values[placeholder])
+                whole = tree.texts[k][index]
+                texts[placeholder] = whole if placeholder in SPECIAL_PLACEHOLDERS else level_key(values[placeholder])
+            assert layout.format(**texts) == tree.path_of(number), (seed, layout)
+        if "README.md" in Repository(spec).file_paths():
+            assert f"stored at `{layout}`" in Repository(spec).read("README.md").decode()
+    assert len(styles) == 5  # every value style, the bare "{val}" among them
