@@ -309,7 +309,8 @@ def _working_day(first_day: int, offsets: IntArray) -> IntArray:
 def _run(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
     # Started by someone in working hours, then back to back day and night; each run takes `every` plus an
     # overhead of up to 2 % of it (at least a second): autosampler wash, a queue's scheduling delay.
-    start = first_day * DAY + WORKDAY_START + 60 * stream.randint(0, WORKDAY_SECONDS // 60 - 1)
+    # The start is logged to the second, as every later one is (a whole-minute first time read as typed in).
+    start = first_day * DAY + WORKDAY_START + stream.randint(0, WORKDAY_SECONDS - 1)
     overhead = stream.integers(0, max(1, every // 50) + 1, n)
     takes = every + overhead
     return start + np.concatenate(([0], np.cumsum(takes)[:-1])).astype(np.int64)

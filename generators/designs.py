@@ -279,6 +279,12 @@ class _Obj:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1e6:
             raise DesignError(f"{self.where}.step: expected a positive number")
+        places = self.decimals()
+        if places is not None and 10.0**-places > value * (1 + 1e-9):
+            raise DesignError(
+                f"{self.where}.decimals: {places} decimal(s) are coarser than the step {value:g}: the written values "
+                "would leave the steps"
+            )
         return float(value)
 
     def items(self, key: str, low: int, high: int) -> list[_Obj]:

@@ -458,6 +458,8 @@ def _continuous(
         np.round(raw, variable.decimals, out=raw)
     if variable.step is not None:  # a scale read in steps (EDSS 0, 0.5, 1, ...)
         raw = to_steps(raw, variable.step, step.low, step.high)
+        if variable.decimals is not None:  # a step of thirds is written 2.67, not 2.66666
+            np.round(raw, variable.decimals, out=raw)
     raw += 0.0  # no -0.0
     # The text is the value to `digits` significant figures; the value is that text parsed back, so
     # what every encoder writes and what the statistics see are the same double by construction.

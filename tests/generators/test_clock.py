@@ -66,6 +66,17 @@ def test_a_session_dated_on_a_saturday_starts_then_and_goes_on_monday() -> None:
     assert all(clock.weekday(d) < 5 for d in days[1:])
 
 
+def test_a_queue_start_is_logged_to_the_second_as_its_runs_are() -> None:
+    """An instrument queue's first record is stamped as precisely as the runs after it: a first time always on the
+    whole minute, before times with seconds, read as typed in by hand (a reviewer's fault)."""
+    starts = [
+        int(clock.record_times("run", 1200, 19_100 + k, Stream("queue", k), 5, dated=False)[0]) for k in range(200)
+    ]
+    assert sum(start % 60 != 0 for start in starts) >= 150  # about 59 in 60 off the minute
+    workday = [(start % clock.DAY) / 3600 for start in starts]
+    assert min(workday) >= 8 and max(workday) < 18  # still started in working hours
+
+
 def test_the_same_stream_gives_the_same_times() -> None:
     for name, every in (("interval", 300), ("session", 2700), ("run", 1200), ("events", 600)):
         a = clock.record_times(name, every, 19_100, Stream("same", name), 160, dated=False)

@@ -86,6 +86,7 @@ def _effects(table: object) -> Any:
         (lambda d: _item(d, "outcomes", "yield_mpa").update(step=-0.5), "step: expected a positive number"),
         (lambda d: _item(d, "outcomes", "area_mm2").update(step="1"), "step: expected a positive number"),
         (lambda d: _item(d, "measures", "width_mm").update(step=True), "step: expected a positive number"),
+        (lambda d: _item(d, "outcomes", "yield_mpa").update(step=0.25, decimals=0), "coarser than the step 0.25"),
     ],
 )
 def test_bad_level_effects_and_steps_are_refused(mutate: Any, message: str) -> None:
@@ -146,6 +147,23 @@ def test_a_stepped_column_holds_only_whole_steps_within_its_bounds() -> None:
     assert len(np.unique(written)) >= 3
 
 
+def test_a_step_of_thirds_is_written_to_the_columns_decimals() -> None:
+    """Grade points in thirds with two decimals read 2.67 and 3.33, never 2.66666 (a reviewer's fault): the step
+    is taken first, then the column's decimals."""
+    spec = next(s for s in _specs() if any(v.role == "dependent" and v.type == "continuous" for v in s.variables))
+    variable = next(v for v in spec.variables if v.role == "dependent")
+    values = _column(spec, variable.column)
+    low, high = float(np.quantile(values, 0.05)), float(np.quantile(values, 0.95))
+    third = round((high - low) / 12, 6) or 0.333333  # about a dozen steps of an inexact width
+    stepped = dataclasses.replace(variable, step=third, bounds=(low, high), decimals=2)
+    changed = dataclasses.replace(spec, variables=tuple(stepped if v is variable else v for v in spec.variables))
+    validate(changed)
+    values = _column(changed, variable.column)  # as the file writes them
+    assert np.array_equal(values, np.round(values, 2))
+    assert np.allclose(values, np.round(np.round(values / third) * third, 2), rtol=0, atol=1e-9)
+    assert len(np.unique(values)) >= 3
+
+
 def test_stepped_design_columns_are_written_in_their_steps() -> None:
     """Every column a design gives a step shows only whole steps in the files (over the repositories that hold one)."""
     checked = 0
@@ -154,8 +172,10 @@ def test_stepped_design_columns_are_written_in_their_steps() -> None:
             if variable.step is None:
                 continue
             values = _column(spec, variable.column)
-            multiples = values / variable.step
-            assert np.allclose(multiples, np.round(multiples), atol=1e-6), (spec.seed, variable.column)
+            steps = np.round(values / variable.step) * variable.step
+            if variable.decimals is not None:  # thirds are written 2.67
+                steps = np.round(steps, variable.decimals)
+            assert np.allclose(values, steps, rtol=0, atol=1e-9), (spec.seed, variable.column)
             checked += 1
     assert checked >= 3, f"only {checked} stepped columns in seeds {SEEDS.start}-{SEEDS.stop - 1}"
 
