@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from generators import mess as messes
@@ -17,7 +17,7 @@ from generators.codebook import render_codebook
 from generators.encoders import encode, encoded_size
 from generators.messwrite import encode_messy
 from generators.paths import README_NAME, Entry, Tree
-from generators.spec import SPECIAL_PLACEHOLDERS, Spec, render_number
+from generators.spec import SPECIAL_PLACEHOLDERS, Spec, crossings_within, render_number
 from generators.synth import Table, measure_text, synthesize
 
 MAX_SEED = 2**63 - 1
@@ -57,7 +57,7 @@ class Repository:
 
     @cached_property
     def readme(self) -> bytes:
-        return render_readme(self.spec).encode("utf-8")
+        return render_readme(self.spec, self.tree).encode("utf-8")
 
     # -- lookup / list / read --------------------------------------------------------------------
     def lookup(self, path: str) -> Node:
@@ -277,9 +277,13 @@ def layout_template(spec: Spec, *, named: bool = False) -> str:
     return f"{directories}.{spec.extension}"
 
 
-def _exclusion_lines(spec: Spec) -> builtins.list[str]:
-    """The combinations of conditions the study cannot have, as the README states them (none: no line)."""
-    if not spec.excluded:
+def _exclusion_lines(spec: Spec, tree: Tree) -> builtins.list[str]:
+    """The combinations of conditions the study cannot have, as the README states them (none: no line), at the
+    levels some file holds: a crossing of a hard disk, in a tree that holds no hard-disk file, names a component the
+    study does not have."""
+    held = [replace(pv, values=tree.held_values(pv.column)) for pv in spec.path_variables]  # type: ignore[arg-type]
+    excluded = crossings_within(spec.excluded, held)
+    if not excluded:
         return []
 
     def levels(column: str, values: tuple[str, ...] | tuple[float, ...]) -> str:
@@ -287,13 +291,14 @@ def _exclusion_lines(spec: Spec) -> builtins.list[str]:
         return f"`{column}` " + (shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}")
 
     lines = ["Some combinations of conditions cannot occur, and no file holds them:", ""]
-    for crossing in spec.excluded:
+    for crossing in excluded:
         lines.append("- " + " with ".join(levels(column, values) for column, values in crossing.items()))
     return [*lines, ""]
 
 
-def render_readme(spec: Spec) -> str:
-    """The README an agent sees: the title and abstract only when the spec shows them."""
+def render_readme(spec: Spec, tree: Tree | None = None) -> str:
+    """The README an agent sees: the title and abstract only when the spec shows them; ``tree``: the repository's
+    (built from ``spec`` when not given)."""
     project = spec.project
     lines = [f"# {project.title}" if spec.readme.show_title else f"# {project.repo_name}", ""]
     if spec.readme.show_title and spec.readme.show_abstract:
@@ -306,7 +311,7 @@ def render_readme(spec: Spec) -> str:
         "",
         *(f"- {_placeholder_phrase(spec, p)}" for p in spec.template.placeholders),
         "",
-        *_exclusion_lines(spec),
+        *_exclusion_lines(spec, tree or Tree(spec)),
         f"Field: {spec.context.field}; domain: {spec.context.domain}; area: {spec.context.subdomain}.",
         "",
     ]
