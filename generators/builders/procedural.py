@@ -124,7 +124,9 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     if window is not None and len(working) < 14:  # closed for most of the year: the first open working days after
         later = clock.open_days(int(year[0]), 60, window, working=True) - int(year[0])
         working = [int(o) for o in later if clock.is_working_day(start + timedelta(days=int(o)))]
-    offsets = sorted(day_stream.sample(working, day_stream.randint(3, 14)))
+    if _weekly(design):  # weekly records fall on Mondays, so a date naming the first record's day is a Monday
+        working = [o for o in working if (start + timedelta(days=o)).weekday() == 0] or working
+    offsets = sorted(day_stream.sample(working, min(day_stream.randint(3, 14), len(working))))
     dates = tuple((start + timedelta(days=o)).isoformat() for o in offsets)
 
     base = Spec(
@@ -231,6 +233,12 @@ def _path_variable(factor: PathVariable, rs: Stream) -> PathVariable:
     else:
         typed = tuple(float(factor.values[i]) for i in chosen)
     return replace(factor, values=typed)
+
+
+def _weekly(design: Design) -> bool:
+    """The design's records come on a weekly grid (an interval of whole weeks), which starts on a Monday."""
+    timestamp = design.timestamp
+    return timestamp is not None and timestamp.clock == "interval" and timestamp.every % clock.WEEK == 0
 
 
 def _readable_style(style: str, path_variables: tuple[PathVariable, ...]) -> str:

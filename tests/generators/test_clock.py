@@ -23,6 +23,7 @@ from generators.rng import Stream
 from generators.spec import Spec, SpecError, Variable, from_dict, from_json, validate
 from tests.generators.clock_checks import assert_follows_clock
 from tests.generators.design_fixture import fixture_file, load_fixture, seeds_of, specs_with_design, with_changed_column
+from tests.helpers import repo as repository_of
 
 _EPOCH = date(1970, 1, 1)
 
@@ -366,3 +367,24 @@ def test_a_design_whose_longest_file_cannot_end_by_the_present_is_refused() -> N
     data["designs"][0]["since"] = 2021  # ...but not from 2021
     with pytest.raises(DesignError, match="for a study started in 2021 or later"):
         load_fixture(data)
+
+
+def test_a_weekly_series_named_by_date_starts_on_its_path_date() -> None:
+    """Weekly records fall on Mondays; a path date naming the file's first record is a Monday, so a folder dated
+    Friday 14 October over a first reading on Monday 10 October (a reviewer's fault) cannot occur."""
+    checked = 0
+    for seed in range(1, 1200):
+        repository = repository_of(seed)
+        spec = repository.spec
+        timed = next((v for v in spec.variables if v.role == "datetime"), None)
+        if not spec.dates or timed is None or timed.clock != "interval" or timed.every % clock.WEEK:
+            continue
+        assert all(date.fromisoformat(d).weekday() == 0 for d in spec.dates), (seed, spec.dates)
+        for path in repository.data_paths()[:3]:
+            number = repository.tree.file_index(path.split("/"))
+            assert number is not None
+            named = str(repository.tree.placeholder_values(number)["date"])
+            first = str(repository.table(path).column(timed.column).text[0])[:10]
+            assert first == named, (seed, path, first)
+        checked += 1
+    assert checked >= 5, f"only {checked} weekly series named by date"
