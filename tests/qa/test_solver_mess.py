@@ -26,12 +26,12 @@ from tests.qa.test_solver import WORKERS, solve_records
 
 # Chosen once by hand from `sgfs spec SEED --mess 2` (extension), `sgfs cat SEED CODEBOOK.md --mess 2|3` (kinds)
 # and `sgfs tree SEED --mess 3 | wc -l` (all at most 42 lines), so that every format and every kind of mess occurs:
-#   txt 1 (renamed by date), 9 (renamed by path field), 14;  log 2 (°C -> K: "add"), 13;
+#   txt 1 (renamed by date), 9 (renamed by path field), 14;  log 272 (°C -> K: "add", by path field), 13;
 #   json 3 (km: "multiply", by researcher), 23, 36 (categories);  jsonl 8, 40 (categories), 49;
 #   xlsx 18 (unit change by path field), 22, 30 (categories, by date);  csv 33, 34.
 SEEDS: dict[str, list[int]] = {
     "txt": [1, 9, 14],
-    "log": [2, 13],
+    "log": [13, 272],
     "json": [3, 23, 36],
     "jsonl": [8, 40, 49],
     "xlsx": [18, 22, 30],
