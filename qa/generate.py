@@ -40,6 +40,9 @@ class Options:
     unanswerable: float = 0.28
     max_pooled_files: int = 60  # files a pooled-statistics question may select (agents read them all)
     ambiguous: bool = False  # add each answerable question's ambiguous twin after it, where one is made (qa.twins)
+    # Made in the counterfactual world (--counterfactual): a repository with no relation to turn is the plain one,
+    # but its questions belong to the run's world, which `sgfs eval --questions` checks.
+    counterfactual: bool = False
 
 
 @dataclass
@@ -152,7 +155,7 @@ class Generator:
             query=query,
             paraphrases=paraphrases,
             prior=_prior(self.spec, query),
-            counterfactual=bool(self.spec.counterfactual),
+            counterfactual=self.options.counterfactual or bool(self.spec.counterfactual),
             mess=self.spec.mess,
         )
 

@@ -376,7 +376,12 @@ def load_asked_questions(
     else:
         from qa.generate import Options
 
-        options = Options(per_type=source.per_type, unanswerable=source.unanswerable, ambiguous=ambiguous)
+        options = Options(
+            per_type=source.per_type,
+            unanswerable=source.unanswerable,
+            ambiguous=ambiguous,
+            counterfactual=counterfactual,
+        )
         records = generated_records(map(repository_for, source.seeds), options, on_repository)
     return expand_variants(records, variants)
 

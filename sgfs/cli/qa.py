@@ -79,7 +79,7 @@ def qa_command(
 
     seed_list = parse_seed_list(seeds)
     factory = repository_factory(specs, fallback, load_key(key_file), world_of(counterfactual, mess))
-    options = Options(per_type=per_type, unanswerable=unanswerable, ambiguous=ambiguous)
+    options = Options(per_type=per_type, unanswerable=unanswerable, ambiguous=ambiguous, counterfactual=counterfactual)
     if out == "-":
         _write(seed_list, factory, options, sys.stdout, quiet=True)
         return

@@ -55,7 +55,12 @@ def _regenerated(
     if not seed_text.isdigit():
         raise SgfsError(f"question id {question_id!r} does not start with a seed")
     # An ambiguous twin's id is its full twin's with "-ambig" after it: only generation with twins makes it.
-    options = Options(per_type=per_type, unanswerable=unanswerable, ambiguous=question_id.endswith(TWIN_SUFFIX))
+    options = Options(
+        per_type=per_type,
+        unanswerable=unanswerable,
+        ambiguous=question_id.endswith(TWIN_SUFFIX),
+        counterfactual=world is not None and world.counterfactual,
+    )
     factory = keyed_procedural(load_key(key_file, warn=False), world)
     for record in generated_records([factory(int(seed_text))], options):
         if record.id == question_id:

@@ -115,3 +115,21 @@ def test_eval_in_the_counterfactual_world_records_and_reports_it(tmp_path: Path)
     assert f"- generator version: {GENERATOR_VERSION}; world: counterfactual (--counterfactual)" in report
     resumed = cli("eval", "1", "--per-type", "1", "--agent", oracle, "--out", out, "--resume", "-q")
     assert resumed.returncode == 2 and "another world" in one_line_error(resumed)
+
+
+@pytest.mark.fuse
+def test_questions_of_a_repository_with_nothing_to_turn_belong_to_the_counterfactual_run(tmp_path: Path) -> None:
+    """A design may leave a repository no relation to turn around: in the counterfactual world it is the plain one,
+    yet its questions belong to the --counterfactual run that made them. They were marked as the plain world's, so
+    `sgfs eval --counterfactual --questions` refused a question file of `sgfs qa 1-6 --counterfactual`."""
+    seed = next(s for s in range(1, 400) if not build_spec(s, world=WORLD).counterfactual)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(cli("qa", seed, "--per-type", 1, "--out", "-", "--counterfactual").stdout)
+    records = [json.loads(line) for line in questions.read_text().splitlines()]
+    assert records and all(r["counterfactual"] is True and r["prior"] != "violating" for r in records)
+    out = tmp_path / "run"
+    oracle = "sgfs agent oracle --per-type 1 --counterfactual"
+    result = cli("eval", "--questions", questions, "--agent", oracle, "--out", out, "--counterfactual", "-q")
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "run.json").read_text())["counterfactual"] is True
+    assert json.loads((out / "summary.json").read_text())["accuracy"] == 1.0
