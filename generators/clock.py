@@ -213,8 +213,8 @@ def cadence_problem(clock: str, every: int, resolution: str) -> str | None:
             return f"an interval of a day or more is a whole number of days, got {format_every(every)}"
         if resolution == "date" and every % DAY:
             return f"a column dated by day records at most one interval a day, got {format_every(every)}"
-    if clock in ("run", "events") and resolution == "date":
-        return f"a {clock} clock times records to the second: its column has resolution 'datetime'"
+    if clock == "run" and resolution == "date":  # events may be dated by day: an onset, a dispute, a diagnosis
+        return "a run clock times records to the second: its column has resolution 'datetime'"
     return None
 
 
