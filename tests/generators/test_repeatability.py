@@ -182,6 +182,11 @@ def test_a_response_may_trend_over_a_files_records(monkeypatch: pytest.MonkeyPat
                 strength = np.asarray(table.column("yield_mpa").values, dtype=np.float64)
                 correlations.append(float(np.corrcoef(np.arange(table.n_rows), strength)[0, 1]))
     assert len(correlations) >= 5 and float(np.median(correlations)) < -0.5, correlations
+    # A trend over records is smooth: never a step at the middle record, the same in every file (a reviewer read
+    # tumours tripling at the 8th measurement in both files as a templated switch).
+    trended = specs_with_design(monkeypatch, load_fixture(data), 40)
+    expressions = [v.expression or "" for spec in trended for v in spec.variables if v.column == "yield_mpa"]
+    assert len(expressions) >= 20 and not any("where(row" in e for e in expressions)
     flat = fixture_file()
     _outcome(flat, "yield_mpa").update(parents={"alloy": 0, "anneal_c": -1, "row": 0})
     with pytest.raises(DesignError, match=r"'row' as a cause is a trend over a file's records and needs a direction"):
