@@ -415,6 +415,8 @@ def _session(every: int, first_day: int, stream: Stream, n: int, *, dated: bool,
         day_of = np.arange(n, dtype=np.int64)
         offsets = np.zeros(n, dtype=np.int64)
     day_starts = stream.integers(0, slack // 60 + 1, int(day_of[-1]) + 1) * 60
+    if every < 300:  # records timed to the second: the day's first as well (a whole-minute first read as typed in)
+        day_starts = np.minimum(day_starts + stream.integers(0, 60, day_starts.size), slack)
     count = int(work_days[-1]) + 1
     if dated and not is_open(first_day, window, working=True):
         days = np.concatenate(([first_day], open_days(first_day + 1, count - 1, window, working=True)))

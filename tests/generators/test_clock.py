@@ -388,3 +388,16 @@ def test_a_weekly_series_named_by_date_starts_on_its_path_date() -> None:
             assert first == named, (seed, path, first)
         checked += 1
     assert checked >= 5, f"only {checked} weekly series named by date"
+
+
+def test_sessions_timed_to_the_second_start_each_day_to_the_second() -> None:
+    """Short sessions (under 5 min) are written to the second, the day's first record too: a first time always on the
+    whole minute before times with seconds read as typed in (the README's own demo, repository 118, showed it)."""
+    firsts = []
+    for k in range(60):
+        times = clock.record_times("session", 150, 19_100 + k, Stream("short sessions", k), 80, dated=False)
+        days = times // clock.DAY
+        firsts += times[np.append(True, days[1:] != days[:-1])].tolist()
+    assert sum(t % 60 != 0 for t in firsts) >= 0.8 * len(firsts)
+    long = clock.record_times("session", 2700, 19_100, Stream("long sessions", 0), 40, dated=False)
+    assert (long % 60 == 0).all()  # sessions of 5 min or more stay written to the minute
