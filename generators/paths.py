@@ -10,7 +10,7 @@ conditions that cannot occur together) are points the sample never takes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from functools import cached_property
 
@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from generators.rng import Stream, root_stream
-from generators.spec import Spec, SpecError, allowed_combinations, render_number
+from generators.spec import PathVariable, Spec, SpecError, allowed_combinations, render_number
 
 IntArray = npt.NDArray[np.int64]
 README_NAME = "README.md"
@@ -118,6 +118,13 @@ class Tree:
         stride = math.prod(self.radices[k + 1 :])
         held = np.unique((self.indices // stride) % self.radices[k])
         return tuple(self.values[k][i] for i in held.tolist())
+
+    def held_path_variables(self) -> tuple[PathVariable, ...]:
+        """The spec's path variables at the levels some file holds (:meth:`held_values`): what a README lists."""
+        return tuple(
+            replace(pv, values=self.held_values(pv.column))  # type: ignore[arg-type]
+            for pv in self.spec.path_variables
+        )
 
     # -- names -----------------------------------------------------------------------------------
     def component_name(self, component: int, local: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 from generators import mess as messes
@@ -281,8 +281,7 @@ def _exclusion_lines(spec: Spec, tree: Tree) -> builtins.list[str]:
     """The combinations of conditions the study cannot have, as the README states them (none: no line), at the
     levels some file holds: a crossing of a hard disk, in a tree that holds no hard-disk file, names a component the
     study does not have."""
-    held = [replace(pv, values=tree.held_values(pv.column)) for pv in spec.path_variables]  # type: ignore[arg-type]
-    excluded = crossings_within(spec.excluded, held)
+    excluded = crossings_within(spec.excluded, tree.held_path_variables())
     if not excluded:
         return []
 

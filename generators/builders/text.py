@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from generators.paths import Tree
@@ -198,7 +197,7 @@ def project(spec: Spec, terms: Sequence[TermLike], rs: Stream) -> Project:
     # What the files hold: a small tree may lack a level or a date the spec lists, which no README or name claims.
     tree = Tree(spec)
     held = {placeholder: tree.held_values(placeholder) for placeholder in tree.placeholders}
-    conditions = [replace(c, values=held[c.column]) for c in spec.path_variables]  # type: ignore[arg-type]
+    conditions = list(tree.held_path_variables())
     # What the study is about: its responses (outcomes with a stated cause), not a definition computed from other
     # columns (a cross-section, an air temperature from the calendar), which no title should claim to explain.
     stated_outcomes = {t.outcome for t in terms if not t.nuisance}
