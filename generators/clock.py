@@ -31,10 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from dateutil.easter import easter
 
 from generators.rng import FloatArray, IntArray, Stream
 
@@ -48,11 +50,17 @@ _SESSION_SPREAD = (0.8, 1.25)  # a session's record takes this share of ``every`
 _FIRST_START_SLACK = 90 * 60  # a working day's first record starts within 90 min of 08:00
 _UNITS = {"s": 1, "min": 60, "h": 3600, "d": DAY, "wk": WEEK}
 _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
-# The winter break, 24 December to 1 January: closed almost everywhere that people record data (schools, clinics'
-# elective lists, laboratories); reviewers rejected a class tested on 31 December and unit tests on 27 December
-# (generator version 12, design pass 18; before, only 1 January, 25 and 26 December)
+# Days nobody records in working hours (generator version 12):
+# - the winter break, 24 December to 1 January: closed almost everywhere that people record data (schools, clinics'
+#   elective lists, laboratories); reviewers rejected a class tested on 31 December and unit tests on 27 December
+#   (design pass 18; before, only 1 January, 25 and 26 December);
+# - the public holidays that the countries most studies come from keep on fixed rules: Good Friday and Easter Monday,
+#   1 May, the last Monday of May (Memorial Day, the spring bank holiday), 4 July, the last Monday of August, the
+#   first Monday of September (Labor Day) and Thanksgiving (fourth Thursday of November) with the Friday after.
+#   Reviewers rejected interviews on Thanksgiving and sessions on Memorial Day, Good Friday and 4 July (pass 27).
+#   A study of one country loses a few days it could have worked; none records on a holiday it keeps.
 _BREAK_FROM = 24  # December
-_CLOSED_WEEKDAYS_A_YEAR = 7  # of the nine days, at most seven fall on weekdays
+_CLOSED_WEEKDAYS_A_YEAR = 16  # at most 7 weekdays of the winter break and the 9 holidays
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
 
 
@@ -125,26 +133,58 @@ def in_window(epoch_days: IntArray, window: Window, *, working: bool = False) ->
         open_day &= np.isin(month, window.months)
     if window.weekdays or working:
         open_day &= weekdays(epoch_days) < 5
-    if working:  # nobody works in the winter break (generator version 12)
+    if working:  # nobody works in the winter break nor on a public holiday (generator version 12)
         open_day &= ~_holidays(epoch_days)
     return open_day
 
 
 def _holidays(epoch_days: IntArray) -> np.ndarray:
-    """Which of ``epoch_days`` fall in the winter break, 24 December to 1 January (the days :func:`is_working_day`
-    closes)."""
+    """Which of ``epoch_days`` nobody works: the winter break, 24 December to 1 January, and the public holidays of
+    :func:`_public_holidays` (the days :func:`is_working_day` closes)."""
     stamps = epoch_days.astype("datetime64[D]")
     month = stamps.astype("datetime64[M]")
     day_of_month = (stamps - month).astype(np.int64) + 1
     month_of_year = month.astype(np.int64) % 12 + 1
     closed: np.ndarray = _in_winter_break(month_of_year, day_of_month)
+    if epoch_days.size:
+        years = stamps.astype("datetime64[Y]").astype(np.int64) + 1970
+        holidays = np.concatenate([_public_holidays(int(y)) for y in range(int(years.min()), int(years.max()) + 1)])
+        closed |= np.isin(epoch_days, holidays)
     return closed
 
 
 def _in_winter_break(month: Any, day: Any) -> Any:
-    """Whether (``month``, ``day``), numbers or arrays of them, fall from 24 December to 1 January: the one rule
-    that :func:`_holidays` and :func:`is_working_day` both apply."""
+    """Whether (``month``, ``day``), numbers or arrays of them, fall from 24 December to 1 January."""
     return ((month == 12) & (day >= _BREAK_FROM)) | ((month == 1) & (day == 1))
+
+
+@lru_cache(maxsize=256)
+def _public_holidays(year: int) -> IntArray:
+    """The epoch days of ``year``'s public holidays outside the winter break (see ``_CLOSED_WEEKDAYS_A_YEAR``)."""
+    easter_sunday = easter(year)  # the Gregorian computus (dateutil): Good Friday and Easter Monday move with it
+    days = [
+        easter_sunday - timedelta(days=2),
+        easter_sunday + timedelta(days=1),
+        date(year, 5, 1),
+        _nth_weekday(year, 5, 0, -1),  # last Monday of May
+        date(year, 7, 4),
+        _nth_weekday(year, 8, 0, -1),  # last Monday of August
+        _nth_weekday(year, 9, 0, 1),  # first Monday of September
+        _nth_weekday(year, 11, 3, 4),  # fourth Thursday of November
+        _nth_weekday(year, 11, 3, 4) + timedelta(days=1),
+    ]
+    found = np.array([(d - date(1970, 1, 1)).days for d in days], dtype=np.int64)
+    found.setflags(write=False)  # cached: shared by every caller
+    return found
+
+
+def _nth_weekday(year: int, month: int, weekday_number: int, nth: int) -> date:
+    """The ``nth`` (1, 2, ...; -1 the last) ``weekday_number`` (Monday 0) of ``month``."""
+    if nth > 0:
+        first = date(year, month, 1)
+        return first + timedelta(days=(weekday_number - first.weekday()) % 7 + 7 * (nth - 1))
+    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
+    return last - timedelta(days=(last.weekday() - weekday_number) % 7)
 
 
 def is_open(epoch_day: int, window: Window, *, working: bool = False) -> bool:
@@ -160,12 +200,14 @@ def open_days(first_day: int, count: int, window: Window, *, working: bool = Fal
             start = first_day + (7 - weekday(first_day) if weekday(first_day) >= 5 else 0)
             if not working:
                 return _working_day(start, np.arange(count, dtype=np.int64))
-            # weekdays, less the winter break: at most 7 of every 261 weekdays, so count // 30 + 7 spare days always
-            # suffice
-            spare = count // 30 + _CLOSED_WEEKDAYS_A_YEAR
+            # weekdays, less the holidays: at most 16 of every 261 weekdays, so count // 15 + 16 spare days suffice
+            spare = count // 15 + _CLOSED_WEEKDAYS_A_YEAR
             days = _working_day(start, np.arange(count + spare, dtype=np.int64))
-            return np.asarray(days[~_holidays(days)][:count], dtype=np.int64)
-        return first_day + np.arange(count, dtype=np.int64)
+            found = days[~_holidays(days)]
+            if found.size >= count:
+                return np.asarray(found[:count], dtype=np.int64)
+        else:
+            return first_day + np.arange(count, dtype=np.int64)
     length = int(count / open_share(window, working=working) * 1.1) + 400
     while True:
         days = first_day + np.arange(length, dtype=np.int64) * step
@@ -237,8 +279,8 @@ def record_times(
     if clock == "interval":
         return _interval(every, first_day, stream, n)
     if clock == "run":
-        if not dated and weekday(first_day) >= 5:  # someone starts the queue on a working day (version 11)
-            first_day += 7 - weekday(first_day)
+        if not dated:  # someone starts the queue on a working day (version 11; not a holiday, version 12)
+            first_day = int(open_days(first_day, 1, Window(), working=True)[0])
         return _run(every, first_day, stream, n)
     if clock == "events":
         return _events(every, first_day, stream, n)
@@ -260,13 +302,18 @@ def span_days(clock: str, every: int, rows: int, window: Window | None = None) -
             work_days = -(-rows // int((WORKDAY_SECONDS - _FIRST_START_SLACK) // longest))
         else:
             work_days = rows * max(1, round(longest / DAY))
-        return work_days * 7 / 5 + 3  # weekends, and a first day that falls on one
+        return work_days / open_share(Window(), working=True) + 3  # weekends and holidays, a first day on one
     return 1.0  # random: one working day
 
 
 def is_working_day(day: date) -> bool:
-    """Monday to Friday, and not in the winter break, 24 December to 1 January."""
-    return day.weekday() < 5 and not _in_winter_break(day.month, day.day)
+    """Monday to Friday, not in the winter break (24 December to 1 January) nor a public holiday."""
+    return bool(working_days(np.array([(day - date(1970, 1, 1)).days], dtype=np.int64))[0])
+
+
+def working_days(epoch_days: IntArray) -> np.ndarray:
+    """Which of ``epoch_days`` are working days (:func:`is_working_day` of each)."""
+    return np.asarray((weekdays(epoch_days) < 5) & ~_holidays(epoch_days))
 
 
 def weekday(epoch_day: int) -> int:
@@ -327,7 +374,7 @@ def _events(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
 
 def open_share(window: Window, *, working: bool = False) -> float:
     """The share of calendar days that are open: what ``in_window`` finds over whole years, or a little under where
-    only working days count (the winter break closes five to seven weekdays a year; 7 are reckoned)."""
+    only working days count (the winter break and the public holidays close up to 16 weekdays a year)."""
     working_share = 5 / 7 * (1 - _CLOSED_WEEKDAYS_A_YEAR / 261) if working else 5 / 7
     return (len(window.months) or 12) / 12 * (working_share if window.weekdays or working else 1)
 

@@ -116,11 +116,11 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     people = rs.child("people")
     researchers = _researchers(people, people.randint(2, 5))
     day_stream = rs.child("dates")
-    # A file named by a date is named by the day its work began: a working day (no weekend, New Year, Christmas).
+    # A file named by a date is named by the day its work began: a working day (no weekend, winter break or holiday).
     window = design.timestamp.window if design.timestamp is not None else None
     year = (start - date(1970, 1, 1)).days + np.arange(365, dtype=np.int64)
     open_day = clock.in_window(year, window) if window is not None else np.ones(365, dtype=bool)  # one pass
-    working = [o for o in range(365) if clock.is_working_day(start + timedelta(days=o)) and open_day[o]]
+    working = [int(o) for o in np.flatnonzero(clock.working_days(year) & open_day)]
     if window is not None and len(working) < 14:  # closed for most of the year: the first open working days after
         later = clock.open_days(int(year[0]), 60, window, working=True) - int(year[0])
         working = [int(o) for o in later if clock.is_working_day(start + timedelta(days=int(o)))]

@@ -275,8 +275,8 @@ def test_a_version_8_spec_file_gives_its_version_8_bytes() -> None:
 
 
 def test_path_dates_are_working_days() -> None:
-    """A file named by a date is named by the day its work began: never a weekend nor in the winter break, 24
-    December to 1 January."""
+    """A file named by a date is named by the day its work began: never a weekend, nor in the winter break (24
+    December to 1 January), nor a public holiday."""
     seen = 0
     for seed in range(1, 400):
         spec = procedural.build_spec(seed)
@@ -284,6 +284,7 @@ def test_path_dates_are_working_days() -> None:
             day = date.fromisoformat(text)
             assert clock.is_working_day(day), (seed, text)
             assert day.weekday() < 5 and (day.month, day.day) != (1, 1) and (day.month, day.day) < (12, 24)
+            assert (day.month, day.day) not in ((5, 1), (7, 4)), (seed, text)
             seen += 1
     assert seen > 500
     assert not clock.is_working_day(date(2022, 12, 26)) and not clock.is_working_day(date(2022, 1, 1))
@@ -307,6 +308,48 @@ def test_sessions_skip_the_winter_break(every: int, window: clock.Window | None)
     assert all(clock.is_working_day(d) for d in days), sorted(days)
     weekday_window = clock.open_days(first, 12, clock.Window(weekdays=True))
     assert (date(2019, 12, 25) - date(1970, 1, 1)).days in weekday_window  # a logger's weekdays are not working days
+
+
+# Public holidays a reviewer named, each a weekday, with the working day beside it (pass 27)
+_HOLIDAYS = {
+    date(2016, 11, 24): date(2016, 11, 23),  # Thanksgiving (interviews in a US panel)
+    date(2016, 11, 25): date(2016, 11, 28),  # the Friday after it
+    date(2022, 5, 30): date(2022, 5, 31),  # Memorial Day, the spring bank holiday
+    date(2023, 4, 7): date(2023, 4, 6),  # Good Friday
+    date(2019, 4, 22): date(2019, 4, 23),  # Easter Monday
+    date(2023, 7, 4): date(2023, 7, 5),  # 4 July
+    date(2024, 5, 1): date(2024, 5, 2),  # 1 May
+    date(2021, 8, 30): date(2021, 8, 31),  # the last Monday of August
+    date(2021, 9, 6): date(2021, 9, 7),  # Labor Day
+}
+
+
+def test_public_holidays_are_not_working_days() -> None:
+    """Nobody runs a session, starts a queue or begins a dated file on a public holiday (generator version 12,
+    pass 27): the day itself is closed, the working day beside it is open."""
+    for holiday, neighbour in _HOLIDAYS.items():
+        assert holiday.weekday() < 5, holiday
+        assert not clock.is_working_day(holiday), holiday
+        assert clock.is_working_day(neighbour), neighbour
+    epoch = np.array([(d - date(1970, 1, 1)).days for d in _HOLIDAYS], dtype=np.int64)
+    assert not clock.working_days(epoch).any()
+
+
+def test_sessions_and_runs_skip_public_holidays() -> None:
+    """A year of daily sessions never falls on a holiday of ``_HOLIDAYS``'s kinds, and a queue that would start on
+    Easter Monday starts on the Tuesday after it."""
+    first = (date(2022, 1, 3) - date(1970, 1, 1)).days
+    times = clock.record_times("session", 6 * 3600, first, Stream("holiday-year"), 300, dated=True)
+    days = {date(1970, 1, 1) + timedelta(days=int(d)) for d in times // clock.DAY}
+    assert max(days) > date(2022, 12, 1), "the series must cover the year's holidays"
+    closed = {date(2022, 4, 15), date(2022, 4, 18), date(2022, 5, 30), date(2022, 7, 4), date(2022, 9, 5)}
+    closed |= {date(2022, 11, 24), date(2022, 11, 25), date(2022, 8, 29)}
+    assert not days & closed, sorted(days & closed)
+    easter_monday = (date(2019, 4, 22) - date(1970, 1, 1)).days
+    runs = clock.record_times("run", 3600, easter_monday, Stream("queue"), 5, dated=False)
+    assert date(1970, 1, 1) + timedelta(days=int(runs[0] // clock.DAY)) == date(2019, 4, 23)
+    dated = clock.record_times("run", 3600, easter_monday, Stream("queue"), 5, dated=True)
+    assert date(1970, 1, 1) + timedelta(days=int(dated[0] // clock.DAY)) == date(2019, 4, 22)  # the path says so
 
 
 def test_a_full_day_of_sessions_still_starts_at_varied_times() -> None:
