@@ -56,11 +56,12 @@ _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
 #   (design pass 18; before, only 1 January, 25 and 26 December);
 # - the public holidays that the countries most studies come from keep on fixed rules: Good Friday and Easter Monday,
 #   1 May, the last Monday of May (Memorial Day, the spring bank holiday), 4 July, the last Monday of August, the
-#   first Monday of September (Labor Day) and Thanksgiving (fourth Thursday of November) with the Friday after.
+#   first Monday of September (Labor Day) and Thanksgiving (fourth Thursday of November) with the Friday after; 4 July
+#   and 1 January on a weekend are kept on the Friday before or the Monday after (2 January 2017).
 #   Reviewers rejected interviews on Thanksgiving and sessions on Memorial Day, Good Friday and 4 July (pass 27).
 #   A study of one country loses a few days it could have worked; none records on a holiday it keeps.
 _BREAK_FROM = 24  # December
-_CLOSED_WEEKDAYS_A_YEAR = 16  # at most 7 weekdays of the winter break and the 9 holidays
+_CLOSED_WEEKDAYS_A_YEAR = 17  # at most 7 weekdays of the winter break and the 10 holidays
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
 
 
@@ -167,7 +168,8 @@ def _public_holidays(year: int) -> IntArray:
         easter_sunday + timedelta(days=1),
         date(year, 5, 1),
         _nth_weekday(year, 5, 0, -1),  # last Monday of May
-        date(year, 7, 4),
+        _observed(date(year, 7, 4)),
+        _observed(date(year, 1, 1)),  # a New Year's Day on a weekend is kept on the Friday before or Monday after
         _nth_weekday(year, 8, 0, -1),  # last Monday of August
         _nth_weekday(year, 9, 0, 1),  # first Monday of September
         _nth_weekday(year, 11, 3, 4),  # fourth Thursday of November
@@ -176,6 +178,11 @@ def _public_holidays(year: int) -> IntArray:
     found = np.array([(d - date(1970, 1, 1)).days for d in days], dtype=np.int64)
     found.setflags(write=False)  # cached: shared by every caller
     return found
+
+
+def _observed(day: date) -> date:
+    """The weekday a holiday is kept on: a Saturday's on the Friday before, a Sunday's on the Monday after."""
+    return day + timedelta(days={5: -1, 6: 1}.get(day.weekday(), 0))
 
 
 def _nth_weekday(year: int, month: int, weekday_number: int, nth: int) -> date:
@@ -200,7 +207,7 @@ def open_days(first_day: int, count: int, window: Window, *, working: bool = Fal
             start = first_day + (7 - weekday(first_day) if weekday(first_day) >= 5 else 0)
             if not working:
                 return _working_day(start, np.arange(count, dtype=np.int64))
-            # weekdays, less the holidays: at most 16 of every 261 weekdays, so count // 15 + 16 spare days suffice
+            # weekdays, less the holidays: at most 17 of every 261 weekdays, so count // 15 + 17 spare days suffice
             spare = count // 15 + _CLOSED_WEEKDAYS_A_YEAR
             days = _working_day(start, np.arange(count + spare, dtype=np.int64))
             found = days[~_holidays(days)]
@@ -374,7 +381,7 @@ def _events(every: int, first_day: int, stream: Stream, n: int) -> IntArray:
 
 def open_share(window: Window, *, working: bool = False) -> float:
     """The share of calendar days that are open: what ``in_window`` finds over whole years, or a little under where
-    only working days count (the winter break and the public holidays close up to 16 weekdays a year)."""
+    only working days count (the winter break and the public holidays close up to 17 weekdays a year)."""
     working_share = 5 / 7 * (1 - _CLOSED_WEEKDAYS_A_YEAR / 261) if working else 5 / 7
     return (len(window.months) or 12) / 12 * (working_share if window.weekdays or working else 1)
 

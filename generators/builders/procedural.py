@@ -91,6 +91,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     extension = rs.child("extension").pick(EXTENSIONS)
     start = _start_date(design, rs.child("start"), params.rows_max)
 
+    readme = _readme(rs.child("readme"))
     placement = rs.child("template")
     specials = [s for s, p in (("researcher", 0.55), ("date", 0.5), ("seq_number", 0.6)) if placement.chance(p)]
     sizes = _component_sizes(placement)
@@ -109,7 +110,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     template = PathTemplate(
         components=tuple(components),
         joiners=tuple(placement.pick(("-", "_", "_")) for _ in components),
-        value_style=_readable_style(placement.pick(VALUE_STYLES), path_variables),
+        value_style=_readable_style(placement.pick(VALUE_STYLES), path_variables, readme=readme.present),
         date_format=placement.pick(DATE_FORMATS),
         seq_width=max(len(str(seq_count)), placement.pick((1, 2, 3, 3))),
     )
@@ -133,7 +134,7 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
         seed=seed,
         context=context,
         project=text.placeholder_project(),
-        readme=_readme(rs.child("readme")),
+        readme=readme,
         extension=extension,
         template=template,
         researchers=researchers if "researcher" in specials else (),
@@ -241,11 +242,17 @@ def _weekly(design: Design) -> bool:
     return timestamp is not None and timestamp.clock == "interval" and timestamp.every % clock.WEEK == 0
 
 
-def _readable_style(style: str, path_variables: tuple[PathVariable, ...]) -> str:
-    """``style``, except that a numeric condition whose name ends in a digit (a density per m2) is not glued to its
-    value: ``plant_density_m28`` reads as 28 per m2, so such a repository writes ``plant_density_m2_8``."""
-    glued = style == "{name}{val}"
-    if glued and any(pv.numeric and pv.column[-1].isdigit() for pv in path_variables):
+def _readable_style(style: str, path_variables: tuple[PathVariable, ...], *, readme: bool) -> str:
+    """``style``, except where the paths would not say what a number is:
+    - a numeric condition whose name ends in a digit (a density per m2) is not glued to its value:
+      ``plant_density_m28`` reads as 28 per m2, so such a repository writes ``plant_density_m2_8``;
+    - without a README, a numeric condition is not written bare: folders ``0.5``, ``2`` and ``5`` say nothing of a
+      distance from a vent, which only a README's layout would name (reviewers of round 26 and hunt 8), so such a
+      repository writes ``distance_from_vent_km_0.5``. A bare category (``TFA``, ``aa``) still reads as itself."""
+    numeric = [pv for pv in path_variables if pv.numeric]
+    if style == "{name}{val}" and any(pv.column[-1].isdigit() for pv in numeric):
+        return "{name}_{val}"
+    if style == "{val}" and numeric and not readme:
         return "{name}_{val}"
     return style
 

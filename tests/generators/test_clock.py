@@ -289,7 +289,7 @@ def test_path_dates_are_working_days() -> None:
     assert seen > 500
     assert not clock.is_working_day(date(2022, 12, 26)) and not clock.is_working_day(date(2022, 1, 1))
     assert not clock.is_working_day(date(2022, 12, 27)) and not clock.is_working_day(date(2023, 12, 29))
-    assert clock.is_working_day(date(2022, 12, 23)) and clock.is_working_day(date(2023, 1, 2))
+    assert clock.is_working_day(date(2022, 12, 23)) and clock.is_working_day(date(2024, 1, 2))
 
 
 @pytest.mark.parametrize(
@@ -321,6 +321,8 @@ _HOLIDAYS = {
     date(2024, 5, 1): date(2024, 5, 2),  # 1 May
     date(2021, 8, 30): date(2021, 8, 31),  # the last Monday of August
     date(2021, 9, 6): date(2021, 9, 7),  # Labor Day
+    date(2017, 1, 2): date(2017, 1, 3),  # New Year's Day (a Sunday) kept on the Monday after
+    date(2020, 7, 3): date(2020, 7, 2),  # 4 July (a Saturday) kept on the Friday before
 }
 
 
