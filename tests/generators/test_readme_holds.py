@@ -81,3 +81,26 @@ def test_the_readme_states_impossible_crossings_only_at_levels_some_file_holds()
         if unheld >= 3:
             break
     assert unheld >= 3, "too few trees lack a crossed level to test anything"
+
+
+def test_the_abstract_says_how_files_are_named_and_every_path_names_its_conditions() -> None:
+    """An abstract said "one file per combination of conditions" over a tree with several numbered files per
+    combination (a reader's fault). It now says each file is named by its conditions: every path holds the value of
+    every condition of the layout, and several files may share one combination."""
+    shared = 0
+    for seed in range(1, 300):
+        spec = repo(seed).spec
+        repository = Repository(spec)
+        if "README.md" not in repository.file_paths() or not spec.readme.show_abstract:
+            continue
+        readme = repository.read("README.md").decode()
+        assert "one file per combination" not in readme, seed
+        assert "each file named by its conditions" in readme, seed
+        tree = Tree(spec)
+        columns = [pv.column for pv in spec.path_variables]
+        combinations = set()
+        for number in tree.indices.tolist():
+            values = tree.placeholder_values(number)
+            combinations.add(tuple(str(values[c]) for c in columns))
+        shared += len(combinations) < tree.n_files
+    assert shared >= 10, shared  # the claim the old abstract made would have been false this often
