@@ -335,6 +335,11 @@ def test_public_holidays_are_not_working_days() -> None:
         assert clock.is_working_day(neighbour), neighbour
     epoch = np.array([(d - date(1970, 1, 1)).days for d in _HOLIDAYS], dtype=np.int64)
     assert not clock.working_days(epoch).any()
+    # days beyond the table of 1970-2100 are reckoned from the calendar the same way
+    beyond = [date(1969, 12, 25), date(2101, 7, 4), date(1969, 11, 27), date(2101, 7, 5), date(1969, 12, 22)]
+    epoch = np.array([(d - date(1970, 1, 1)).days for d in beyond], dtype=np.int64)
+    assert clock.working_days(epoch).tolist() == [False, False, False, True, True]
+    assert [clock.is_working_day(d) for d in beyond] == [False, False, False, True, True]
 
 
 def test_sessions_and_runs_skip_public_holidays() -> None:

@@ -81,6 +81,20 @@ def test_an_interval_keeps_its_grid_and_resumes_the_next_open_day() -> None:
     assert max(m.hour for m in _calendar(times)) == 19 and min(m.hour for m in _calendar(times)) == 8
 
 
+@pytest.mark.parametrize(("hours", "rows"), [((18, 7), 28), ((8, 20), 144), ((22, 6), 5)])
+def test_an_interval_series_that_fits_in_one_opening_is_not_split(hours: tuple[int, int], rows: int) -> None:
+    """A storm cell scanned every 5 min for 28 scans is one track in one night's window, never 8 scans before the
+    window shuts and 20 more 14 h later (a reviewer's fault); a series as long as the opening fills it exactly."""
+    window = clock.Window(hours=hours)
+    every = 300
+    for k in range(40):
+        times = clock.record_times(
+            "interval", every, _MARCH_2ND_2020, Stream("track", k), rows, dated=False, window=window
+        )
+        assert set(np.diff(times).tolist()) == {every}, (k, _calendar(times[:1]), _calendar(times[-1:]))
+        _assert_in(window, times, working=False)
+
+
 def test_events_stay_poisson_inside_the_open_hours() -> None:
     # Gaps counted in open seconds are exponential with the mean `every`: the window thins the calendar, not the rate.
     window = clock.Window(hours=(6, 14))
