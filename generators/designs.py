@@ -608,7 +608,7 @@ def _derived(o: _Obj) -> Outcome:
     """A column defined by a formula over earlier columns (checked against the design in ``_cross_checks``)."""
     o.check_keys(
         ("column", "name", "unit", "description", "formula", "min", "max"),
-        ("decimals", "noise", "step", "clip", "persist"),
+        ("decimals", "noise", "step", "clip", "persist", "scale"),
     )
     formula = o.text("formula", limit=300)
     try:
@@ -636,13 +636,21 @@ def _derived(o: _Obj) -> Outcome:
     persist = _persist(o)
     if persist and not noise:
         raise DesignError(f"{o.where}.persist: an exact formula has no scatter to follow the previous record (noise 0)")
+    scale = o.text("scale") if "scale" in o.data else "linear"
+    if scale not in SCALES:
+        raise DesignError(f"{o.where}.scale: expected one of {', '.join(SCALES)}")
+    if scale == "log":  # the noise multiplies the formula's value: a 15 % jitter on a solve time, not 15 s
+        if low is None or low <= 0:
+            raise DesignError(f"{o.where}.min: a log-scale formula needs a positive min (its value is never below it)")
+        if not 0 < noise <= _MAX_DECADES:
+            raise DesignError(f"{o.where}.noise: a log-scale formula's noise is in decades (sd of log10), above 0")
     unit = o.text("unit", empty=True)
     _unit_ok(unit, o.where)
     # center and spread describe a hypothesised response; a definition's values follow from its inputs.
     return Outcome(
         o.text("column", COLUMN_RE), o.text("name"), unit, o.text("description"), 0.0, 0.0, low, high,
         o.decimals(), tuple((c, 0) for c in inputs), formula=formula, noise=noise, step=step, clip=_clip(o, low, high),
-        persist=persist,
+        persist=persist, scale=scale,
     )  # fmt: skip
 
 

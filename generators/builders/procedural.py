@@ -551,13 +551,17 @@ def _dependent(
     outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[Variable, list[_Term]]:
     center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
-    if outcome.scale == "log":  # causes and noise act on the natural log: center is the geometric mean, spread decades
-        center, spread = math.log(center), spread * math.log(10.0)
+    if outcome.scale == "log" and not outcome.derived:  # causes and noise act on the natural log: center is the
+        center, spread = math.log(center), spread * math.log(10.0)  # geometric mean, spread decades
     if outcome.derived:  # a definition, not a hypothesis: no terms to state or to turn around
+        expression, noise = _repository_formula(outcome.formula, spec), outcome.noise
+        if outcome.scale == "log":  # the noise, in decades, multiplies the value: the formula's log plus it
+            assert low is not None and low > 0  # designs._derived: a log-scale formula has a positive min
+            expression, noise = f"log(max({expression}, {_num(low)}))", noise * math.log(10.0)
         return Variable(
             outcome.name, outcome.column, "dependent", "continuous", outcome.description, unit=outcome.unit,
-            expression=_repository_formula(outcome.formula, spec), noise_sd=outcome.noise, bounds=(low, high),
-            decimals=outcome.decimals, step=outcome.step, clip=outcome.clip, persist=outcome.persist,
+            expression=expression, noise_sd=noise, bounds=(low, high), decimals=outcome.decimals, step=outcome.step,
+            clip=outcome.clip, persist=outcome.persist, scale=outcome.scale,
         ), []  # fmt: skip
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
