@@ -63,6 +63,8 @@ _EVERY_RE = re.compile(r"([1-9][0-9]*)(s|min|h|d|wk)\Z")
 _BREAK_FROM = 24  # December
 _CLOSED_WEEKDAYS_A_YEAR = 17  # at most 7 weekdays of the winter break and the 10 holidays
 _THURSDAY = 3  # 1970-01-01 was a Thursday: weekday (Monday 0) of epoch day d is (d + 3) % 7
+_TABLE_FIRST_DAY = 0  # the closed days are tabled from 1970-01-01 ...
+_TABLE_LAST_YEAR = 2100  # ... to the end of 2100
 
 
 @dataclass(frozen=True)
@@ -151,10 +153,6 @@ def _holidays(epoch_days: IntArray) -> np.ndarray:
     closed = _closed_days(epoch_days)
     closed[inside] = table[offset[inside]]
     return closed
-
-
-_TABLE_FIRST_DAY = 0  # 1970-01-01
-_TABLE_LAST_YEAR = 2100
 
 
 @lru_cache(maxsize=1)

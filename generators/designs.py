@@ -518,9 +518,7 @@ def _outcome(o: _Obj) -> Outcome:
     center, spread = o.number("center"), o.number("spread")
     low, high = o.number("min", allow_none=True), o.number("max", allow_none=True)
     assert center is not None and spread is not None
-    scale = o.text("scale") if "scale" in o.data else "linear"
-    if scale not in SCALES:
-        raise DesignError(f"{o.where}.scale: expected one of {', '.join(SCALES)}")
+    scale = _scale(o)
     if spread <= 0:
         raise DesignError(f"{o.where}.spread: must be positive")
     typical_low, typical_high = center - spread, center + spread
@@ -604,6 +602,15 @@ def _level_effects(data: dict[str, Any], where: str) -> tuple[tuple[str, float],
     return tuple(table)
 
 
+def _scale(o: _Obj) -> str:
+    """An outcome's ``scale``: ``linear`` (the default) or ``log`` (a response's causes, or a formula's noise,
+    multiply its value)."""
+    scale = o.text("scale") if "scale" in o.data else "linear"
+    if scale not in SCALES:
+        raise DesignError(f"{o.where}.scale: expected one of {', '.join(SCALES)}")
+    return scale
+
+
 def _derived(o: _Obj) -> Outcome:
     """A column defined by a formula over earlier columns (checked against the design in ``_cross_checks``)."""
     o.check_keys(
@@ -636,9 +643,7 @@ def _derived(o: _Obj) -> Outcome:
     persist = _persist(o)
     if persist and not noise:
         raise DesignError(f"{o.where}.persist: an exact formula has no scatter to follow the previous record (noise 0)")
-    scale = o.text("scale") if "scale" in o.data else "linear"
-    if scale not in SCALES:
-        raise DesignError(f"{o.where}.scale: expected one of {', '.join(SCALES)}")
+    scale = _scale(o)
     if scale == "log":  # the noise multiplies the formula's value: a 15 % jitter on a solve time, not 15 s
         if low is None or low <= 0:
             raise DesignError(f"{o.where}.min: a log-scale formula needs a positive min (its value is never below it)")

@@ -551,8 +551,9 @@ def _dependent(
     outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[Variable, list[_Term]]:
     center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
-    if outcome.scale == "log" and not outcome.derived:  # causes and noise act on the natural log: center is the
-        center, spread = math.log(center), spread * math.log(10.0)  # geometric mean, spread decades
+    # A log-scale response: causes and noise act on the natural log (center the geometric mean, spread decades)
+    if outcome.scale == "log" and not outcome.derived:
+        center, spread = math.log(center), spread * math.log(10.0)
     if outcome.derived:  # a definition, not a hypothesis: no terms to state or to turn around
         expression, noise = _repository_formula(outcome.formula, spec), outcome.noise
         if outcome.scale == "log":  # the noise, in decades, multiplies the value: the formula's log plus it
