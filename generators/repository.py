@@ -289,7 +289,13 @@ def _exclusion_lines(spec: Spec, tree: Tree) -> builtins.list[str]:
         shown = [f"`{v if isinstance(v, str) else render_number(v)}`" for v in values]
         return f"`{column}` " + (shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}")
 
-    lines = ["Some combinations of conditions cannot occur, and no file holds them:", ""]
+    # Not "cannot occur": a design excludes what cannot be made (a 5-machine DMU instance) and what its study did
+    # not run (a closed autocracy in Latin America); a reader faulted the stronger claim where it was the latter
+    lines = [
+        "Some combinations of conditions are not in this study (they cannot be made, or were not run), "
+        "and no file holds them:",
+        "",
+    ]
     for crossing in excluded:
         lines.append("- " + " with ".join(levels(column, values) for column, values in crossing.items()))
     return [*lines, ""]

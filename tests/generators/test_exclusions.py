@@ -180,7 +180,9 @@ def test_the_readme_names_what_cannot_occur() -> None:
     spec = _spec_with(({a.column: a.values[:2], b.column: b.values[:1]},))
     readme = Repository(spec).readme.decode()
     shown = [v if isinstance(v, str) else (str(int(v)) if float(v).is_integer() else repr(v)) for v in a.values[:2]]
-    assert "Some combinations of conditions cannot occur, and no file holds them:" in readme
+    heading = "Some combinations of conditions are not in this study (they cannot be made, or were not run)"
+    assert heading + ", and no file holds them:" in readme
+    assert "cannot occur" not in readme  # a design's exclusions are not all impossible
     assert f"- `{a.column}` `{shown[0]}` or `{shown[1]}` with `{b.column}` " in readme
     assert "cannot occur" not in repo(118).readme.decode()
 
