@@ -123,8 +123,8 @@ def build_spec(seed: int, params: Params | None = None, universe: str = "", worl
     open_day = clock.in_window(year, window) if window is not None else np.ones(365, dtype=bool)  # one pass
     working = [int(o) for o in np.flatnonzero(clock.working_days(year) & open_day)]
     if window is not None and len(working) < 14:  # closed for most of the year: the first open working days after
-        later = clock.open_days(int(year[0]), 60, window, working=True) - int(year[0])
-        working = [int(o) for o in later if clock.is_working_day(start + timedelta(days=int(o)))]
+        # open_days with working=True gives working days only: weekends, the winter break and holidays are out
+        working = (clock.open_days(int(year[0]), 60, window, working=True) - int(year[0])).tolist()
     if _weekly(design):  # weekly records fall on Mondays, so a date naming the first record's day is a Monday
         working = [o for o in working if (start + timedelta(days=o)).weekday() == 0] or working
     offsets = sorted(day_stream.sample(working, min(day_stream.randint(3, 14), len(working))))
@@ -551,9 +551,6 @@ def _dependent(
     outcome: Outcome, reference: _Reference, spec: Spec, flips: dict[tuple[str, str], int], rs: Stream
 ) -> tuple[Variable, list[_Term]]:
     center, spread, low, high = outcome.center, outcome.spread, outcome.low, outcome.high
-    # A log-scale response: causes and noise act on the natural log (center the geometric mean, spread decades)
-    if outcome.scale == "log" and not outcome.derived:
-        center, spread = math.log(center), spread * math.log(10.0)
     if outcome.derived:  # a definition, not a hypothesis: no terms to state or to turn around
         expression, noise = _repository_formula(outcome.formula, spec), outcome.noise
         if outcome.scale == "log":  # the noise, in decades, multiplies the value: the formula's log plus it
@@ -564,6 +561,8 @@ def _dependent(
             expression=expression, noise_sd=noise, bounds=(low, high), decimals=outcome.decimals, step=outcome.step,
             clip=outcome.clip, persist=outcome.persist, scale=outcome.scale,
         ), []  # fmt: skip
+    if outcome.scale == "log":  # causes and noise act on the natural log: center is the geometric mean, spread decades
+        center, spread = math.log(center), spread * math.log(10.0)
     scope = expression_scope(spec)
     inputs = {i.name: i for i in reference.inputs if i.name in scope.numeric or i.name in scope.categorical}
     causes = [(inputs[c], d) for c, d in outcome.parents if c in inputs and (inputs[c].categories or inputs[c].sd > 0)]
